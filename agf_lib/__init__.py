@@ -1,1 +1,26 @@
-"""placeholder"""
+"""agf_lib: gradient flow and Alternating Gradient Flows (AGF) for two-layer networks.
+
+The public names of the AGF book (see DESIGN.md): the result types, the network abstraction, the
+two engines, and one module per setting (``agf_lib.diagonal``, ...).
+"""
+
+from . import diagonal, plotting
+from .agf import alternating_gradient_flow
+from .flow import gradient_descent, gradient_flow
+from .network import FeedForwardNetwork, TwoLayerNetwork, loss, utility
+from .results import Staircase, StaircaseComparison, Trajectory
+
+__all__ = [
+    "Trajectory",
+    "Staircase",
+    "StaircaseComparison",
+    "TwoLayerNetwork",
+    "FeedForwardNetwork",
+    "loss",
+    "utility",
+    "gradient_flow",
+    "gradient_descent",
+    "alternating_gradient_flow",
+    "diagonal",
+    "plotting",
+]

@@ -1,0 +1,229 @@
+"""Diagonal linear networks ``f(x) = Σ_i u_i v_i x_i``: the setting of the paper's Section 3 and Appendix C.
+
+With ``β_i = u_i v_i`` the loss is the least-squares loss ``L(β) = E[½(y − xᵀβ)²]`` with gradient
+``∇L(β) = Σ_xx β − Σ_xy``. From the paper's initialization ``u_i = √2 α``, ``v_i = 0``, the
+conserved ``u_i² − v_i² = 2α²`` puts every neuron on a hyperbola, parametrized as
+``u_i = √2 α cosh ψ_i``, ``v_i = √2 α sinh ψ_i``. Then gradient flow is exactly
+
+    dψ_i/dt = −∇_{β_i} L(β),     β_i = α² sinh(2ψ_i),     ‖θ_i‖² = 2α² cosh(2ψ_i).
+
+In AGF the dormant coordinates see a constant gradient between jumps, so ψ_i is piecewise linear in
+time; the paper's accumulated utility and sign are ``𝒮_i = log cosh(2ψ_i) / (2η_α)`` with
+``η_α = −log(√2 α)`` and ``ρ_i = sgn ψ_i`` (Theorem C.4). A coordinate activates when its norm
+reaches one, ``𝒮_i = 1``, i.e. ``|ψ_i| = ψ*(α) = ½ arccosh(1/(2α²))`` (Corollary C.5), and the cost
+step is least squares with the signs of the active coordinates fixed (Section C.2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from scipy.integrate import solve_ivp
+from scipy.optimize import lsq_linear
+
+from .flow import check_positive, check_solver, sample_times
+from .network import TwoLayerNetwork, _check_alpha, as_data
+from .results import Staircase, Trajectory
+
+__all__ = ["DiagonalLinearNetwork", "initial_theta", "agf", "pesme_flammarion", "activation_threshold",
+           "sign_constrained_least_squares", "gradient_flow", "beta_of_psi", "log_cosh"]
+
+
+class DiagonalLinearNetwork(TwoLayerNetwork):
+    """``f(x; Θ) = Σ_i u_i v_i x_i`` with ``θ_i = (u_i, v_i)``: ``d`` neurons, ``P = 2``, ``c = 1``, ``κ = 2``."""
+
+    kappa = 2
+    num_params = 2
+    output_dim = 1
+
+    def __init__(self, d):
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+            raise ValueError(f"d must be a positive integer, got {d!r}")
+        self.input_dim = self.num_neurons = int(d)
+
+    def neuron_outputs(self, theta, X):
+        return ((theta[:, 0] * theta[:, 1])[:, None] * X.T)[:, :, None]
+
+    def utility_gradient(self, theta, X, residual):
+        # U_i = −u_i v_i ∇_{β_i}L with −∇_{β_i}L = E[x_i r]: closed form, no autograd needed.
+        minus_grad = X.T @ residual[:, 0] / X.shape[0]
+        u, v = theta[:, 0], theta[:, 1]
+        return u * v * minus_grad, torch.stack([v * minus_grad, u * minus_grad], dim=1)
+
+    def __repr__(self):
+        return f"DiagonalLinearNetwork(d={self.input_dim})"
+
+
+def initial_theta(d, alpha):
+    """The paper's initialization for diagonal networks: ``u = √2 α``, ``v = 0``; shape ``(d, 2)``."""
+    alpha = _check_alpha(alpha)
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"d must be a positive integer, got {d!r}")
+    theta = np.zeros((int(d), 2))
+    theta[:, 0] = math.sqrt(2.0) * alpha
+    return theta
+
+
+def activation_threshold(alpha):
+    """``ψ*(α) = ½ arccosh(1/(2α²))``: the |ψ| at which ``‖θ_i‖ = 1`` (computed in logs, no overflow).
+
+    With ``x = −log(2α²)``, ``arccosh(eˣ) = x + log(1 + √(1 − e^{−2x}))``. As α → 0,
+    ``ψ*(α) = log(1/α) + o(1)``.
+    """
+    alpha = _check_alpha(alpha)
+    x = -math.log(2.0) - 2.0 * math.log(alpha)
+    if x <= 0:
+        raise ValueError(f"alpha must be below 1/√2 (initial neurons inside the unit sphere), got {alpha!r}")
+    return 0.5 * (x + math.log1p(math.sqrt(-math.expm1(-2.0 * x))))
+
+
+def log_cosh(x):
+    """``log cosh x`` without overflow: ``|x| + log1p(e^{−2|x|}) − log 2``."""
+    x = np.abs(x)
+    return x + np.log1p(np.exp(-2.0 * x)) - math.log(2.0)
+
+
+def beta_of_psi(psi, alpha):
+    """``β = α² sinh(2ψ)``, evaluated in logs so that α down to 1e-100 neither overflows nor underflows early."""
+    psi = np.asarray(psi, dtype=float)
+    a = np.abs(psi)
+    return np.sign(psi) * np.exp(2.0 * math.log(alpha) + 2.0 * a - math.log(2.0)) * -np.expm1(-4.0 * a)
+
+
+def gradient_flow(X, y, alpha, t_end, *, method="DOP853", rtol=1e-10, atol=1e-12, num_samples=2000,
+                  times=None, record_params=False):
+    """Exact gradient flow of the diagonal network from ``u = √2α, v = 0``, integrated in ψ coordinates.
+
+    ``dψ/dt = −∇L(β)`` with ``β = α² sinh(2ψ)`` (module docstring). The conserved ``u² − v² = 2α²``
+    holds by construction, which a float64 state ``(u, v)`` of order one cannot resolve once α² is
+    below the solver's tolerance; this is the reference for such small α, and for the generic
+    :func:`agf_lib.gradient_flow`. Sampling options as there. Returns a :class:`Trajectory` in GF time; with
+    ``record_params`` its ``params[k]`` holds ``(u_i, v_i)`` and ``log_norms`` holds ``log‖θ_i‖``.
+    """
+    alpha = _check_alpha(alpha)
+    t_end = check_positive(t_end, "t_end")
+    check_solver(method)
+    X, y, Sigma_xx, Sigma_xy = _moments(X, y)
+    sol = solve_ivp(lambda t, psi: Sigma_xy - Sigma_xx @ beta_of_psi(psi, alpha), (0.0, t_end),
+                    np.zeros(X.shape[1]), method=method, rtol=rtol, atol=atol, dense_output=True)
+    if not sol.success:
+        raise RuntimeError(f"gradient flow integration failed: {sol.message}")
+    times = sample_times(t_end, sol.t, num_samples, times)
+    psi = sol.sol(times).T
+    residual = y[None, :] - beta_of_psi(psi, alpha) @ X.T
+    losses = 0.5 * np.mean(residual**2, axis=1)
+    params = log_norms = None
+    if record_params:
+        log_scale = math.log(math.sqrt(2.0) * alpha)
+        params = np.stack([np.exp(log_scale + log_cosh(psi)), np.sign(psi) * np.exp(log_scale + log_cosh(psi))
+                           * -np.expm1(-2.0 * np.abs(psi)) / (1.0 + np.exp(-2.0 * np.abs(psi)))], axis=-1)
+        log_norms = log_scale + 0.5 * log_cosh(2.0 * psi)
+    return Trajectory(times, losses, params=params, log_norms=log_norms)
+
+
+def _moments(X, y):
+    X, y = as_data(X, y)
+    if y.shape[1] != 1:
+        raise ValueError(f"y must have a single output coordinate for a diagonal network, got {y.shape[1]}")
+    X, y = X.numpy(), y[:, 0].numpy()
+    n = X.shape[0]
+    return X, y, X.T @ X / n, X.T @ y / n
+
+
+def sign_constrained_least_squares(X, y, signs):
+    """Minimize ``E[½(y − xᵀβ)²]`` subject to ``ρ_i β_i ≥ 0`` where ``ρ_i = signs[i] ∈ {−1, +1}``
+    and ``β_i = 0`` where ``signs[i] == 0`` (the AGF cost step of Section C.2), by bounded least
+    squares (:func:`scipy.optimize.lsq_linear`, BVLS)."""
+    signs = np.asarray(signs)
+    beta = np.zeros(X.shape[1])
+    free = np.nonzero(signs)[0]
+    if free.size:
+        lower = np.where(signs[free] > 0, 0.0, -np.inf)
+        upper = np.where(signs[free] > 0, np.inf, 0.0)
+        scale = 1.0 / math.sqrt(X.shape[0])
+        beta[free] = lsq_linear(X[:, free] * scale, y * scale, bounds=(lower, upper), method="bvls",
+                                tol=1e-14).x
+        beta[free] = np.clip(beta[free], lower, upper)
+    return beta
+
+
+def _saddle_to_saddle(X, y, threshold, max_jumps, tol):
+    """Shared loop of :func:`agf` and :func:`pesme_flammarion`.
+
+    ``psi`` holds ψ_i (AGF) or ψ_i·(1/ψ*) scaled to the threshold (PF's s_i when threshold = 1).
+    """
+    X, y, Sigma_xx, Sigma_xy = _moments(X, y)
+    d = X.shape[1]
+    psi = np.zeros(d)
+    signs = np.zeros(d, dtype=int)  # ρ_i for active coordinates, 0 for dormant ones
+    beta = np.zeros(d)
+    scale = max(np.abs(Sigma_xy).max(), np.finfo(float).tiny)
+    loss = lambda b: 0.5 * float(np.mean((y - X @ b) ** 2))
+    times, losses, order, states, active, deactivated = [0.0], [loss(beta)], [], [beta.copy()], [()], []
+    t = 0.0
+    while max_jumps is None or len(order) < max_jumps:
+        grad = Sigma_xx @ beta - Sigma_xy
+        dormant = np.nonzero((signs == 0) & (np.abs(grad) > tol * scale))[0]
+        if dormant.size == 0:
+            break
+        # ψ_i moves at speed −∇_i L towards ±threshold; time for each dormant coordinate to get there
+        speed = -grad[dormant]
+        wait = (threshold * np.sign(speed) - psi[dormant]) / speed
+        j = int(np.argmin(wait))
+        i, dt = int(dormant[j]), float(wait[j])
+        dormant_all = signs == 0
+        psi[dormant_all] -= grad[dormant_all] * dt
+        t += dt
+        psi[i] = threshold * np.sign(speed[j])
+        signs[i] = int(np.sign(speed[j]))
+        beta = sign_constrained_least_squares(X, y, signs)
+        dropped = tuple(int(k) for k in np.nonzero((signs != 0) & (beta == 0))[0])
+        signs[list(dropped)] = 0  # back to dormancy with 𝒮_i at the threshold (ψ_i = ±ψ*)
+        times.append(t)
+        losses.append(loss(beta))
+        order.append(i)
+        states.append(beta.copy())
+        active.append(tuple(int(k) for k in np.nonzero(signs)[0]))
+        deactivated.append(dropped)
+    return times, losses, order, states, active, deactivated
+
+
+def _check_max_jumps(max_jumps):
+    if max_jumps is not None and (isinstance(max_jumps, bool) or not isinstance(max_jumps, (int, np.integer))
+                                  or max_jumps < 0):
+        raise ValueError(f"max_jumps must be None or a non-negative integer, got {max_jumps!r}")
+
+
+def agf(X, y, alpha, *, max_jumps=None, tol=1e-10):
+    """AGF for a diagonal linear network at finite α, in closed form (Corollary C.5), GF time units.
+
+    Between jumps each dormant ψ_i moves linearly at speed ``−∇_{β_i}L(β)``; the next coordinate to
+    activate is the first to reach ``|ψ_i| = ψ*(α)`` (norm one, accumulated utility 𝒮_i = 1), with
+    sign ``ρ_i = sgn ψ_i``. The cost step is sign-constrained least squares; coordinates it sets to
+    zero return to dormancy with ``ψ_i = ±ψ*(α)``. Stops when every dormant coordinate has zero
+    gradient (relative to ``tol·max|Σ_xy|``) or after ``max_jumps`` jumps.
+
+    Returns a :class:`Staircase` in GF time ``t``; ``states[k]`` is β on level k, ``active[k]`` its
+    support, ``deactivated[k-1]`` the coordinates that returned to dormancy at jump k.
+    """
+    threshold = activation_threshold(alpha)
+    _check_max_jumps(max_jumps)
+    times, losses, order, states, active, deactivated = _saddle_to_saddle(X, y, threshold, max_jumps, tol)
+    return Staircase(np.array(times), np.array(losses), order, states=states, active=active, time_unit="t",
+                     deactivated=deactivated)
+
+
+def pesme_flammarion(X, y, *, max_jumps=None, tol=1e-10):
+    """The α → 0 limit of gradient flow on a diagonal network (Pesme & Flammarion 2023, Algorithm 2 of
+    the paper's Appendix C), in rescaled time ``t / log(1/α)``.
+
+    The integrals ``s_i(t̃) = −∫∇_{β_i}L(β(s)) ds`` move linearly between jumps; a coordinate activates
+    when ``|s_i|`` reaches one, and β is the least-squares fit with the signs ``sgn s_i`` of the active
+    coordinates imposed.
+    """
+    _check_max_jumps(max_jumps)
+    times, losses, order, states, active, deactivated = _saddle_to_saddle(X, y, 1.0, max_jumps, tol)
+    return Staircase(np.array(times), np.array(losses), order, states=states, active=active,
+                     time_unit="t / log(1/α)", deactivated=deactivated)

@@ -1,0 +1,227 @@
+"""Gradient flow, in polar coordinates per neuron, and fixed-step gradient descent.
+
+Gradient flow ``dΘ/dt = −η∇L(Θ)`` is integrated in the coordinates the paper's Eq. (2) suggests:
+each neuron is split into its direction ``θ̄_i = θ_i/‖θ_i‖`` and its log-norm ``ℓ_i = log‖θ_i‖``.
+With ``r = y − Σ_j e^{κℓ_j} f_j(·; θ̄_j)`` the residual and ``U_i`` the utility (paper Eq. 1),
+κ-homogeneity turns gradient flow into (exactly, no approximation)
+
+    dθ̄_i/dt = η e^{(κ−2)ℓ_i} (I − θ̄_i θ̄_iᵀ) ∇U_i(θ̄_i; r),
+    dℓ_i/dt  = η e^{(κ−2)ℓ_i} θ̄_iᵀ ∇U_i(θ̄_i; r)      (= η κ e^{(κ−2)ℓ_i} U_i(θ̄_i; r) by Euler's identity).
+
+Every state variable is of order one whatever α is, so an adaptive solver's error control is
+meaningful at α = 1e-12 as at α = 1e-100, where plain coordinates of size α would not be.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from scipy.integrate import solve_ivp
+from tqdm.auto import tqdm
+
+from .network import TwoLayerNetwork
+from .results import Trajectory
+
+__all__ = ["gradient_flow", "gradient_descent", "SOLVERS"]
+
+SOLVERS = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
+
+
+def check_solver(method):
+    if method not in SOLVERS:
+        raise ValueError(f"method must be one of {', '.join(SOLVERS)} (scipy.integrate.solve_ivp), got {method!r}")
+    return method
+
+
+def check_positive(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not value > 0 or math.isnan(value):
+        raise ValueError(f"{name} must be positive, got {value!r}")
+    return value
+
+
+def check_network(network):
+    if not isinstance(network, TwoLayerNetwork):
+        raise TypeError(f"network must be an agf_lib TwoLayerNetwork, got {type(network).__name__}")
+    return network
+
+
+def unpack_data(network, data):
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise TypeError("data must be a pair (X, y)")
+    return network.check_data(*data)
+
+
+def to_polar(theta, name="theta0"):
+    """Split parameters ``(H, P)`` into unit directions and log-norms (float64 tensors)."""
+    norms = torch.linalg.vector_norm(theta, dim=1)
+    if bool((norms == 0).any()):
+        raise ValueError(f"every neuron of {name} must be nonzero (its direction is undefined at the origin)")
+    return theta / norms[:, None], torch.log(norms)
+
+
+class PolarField:
+    """Velocity of gradient flow in polar coordinates for a subset ``index`` of the neurons.
+
+    The state vector holds the directions and log-norms of the neurons in ``index``; the other
+    neurons output nothing (their weight ``e^{κℓ}`` is replaced by zero) but keep a direction in
+    ``self.dirs``, so networks whose neurons see different inputs (``g_i(x)``) are evaluated whole.
+    Called with a fixed ``residual``, it is the utility flow of dormant neurons that do not enter
+    the residual, the first step of AGF (paper Eq. 2).
+    """
+
+    def __init__(self, network, X, y, dirs, eta=1.0, adaptive_rate=False):
+        self.network, self.X, self.y = network, X, y
+        self.dirs = dirs.clone()
+        self.eta, self.adaptive_rate = eta, adaptive_rate
+        self.kappa = float(network.kappa)
+
+    def full(self, dirs, logn, index):
+        """Directions of all neurons and the weights ``e^{κℓ_i}`` (zero outside ``index``; ``None``: all)."""
+        if index is None:
+            return dirs, torch.exp(self.kappa * logn)
+        all_dirs = self.dirs.clone()
+        all_dirs[index] = dirs
+        weights = torch.zeros(self.network.num_neurons, dtype=logn.dtype)
+        weights[index] = torch.exp(self.kappa * logn)
+        return all_dirs, weights
+
+    def outputs(self, dirs, logn, index):
+        """``Σ_{i ∈ index} e^{κℓ_i} f_i(·; θ̄_i)``, shape (n, c)."""
+        all_dirs, weights = self.full(dirs, logn, index)
+        return torch.einsum("h,hnc->nc", weights, self.network.neuron_outputs(all_dirs, self.X))
+
+    def velocity(self, dirs, logn, residual, index):
+        """``(dθ̄/dt, dℓ/dt)`` of the neurons in ``index`` for a given residual."""
+        all_dirs, _ = self.full(dirs, logn, index)
+        _, grad = self.network.utility_gradient(all_dirs, self.X, residual)
+        if index is not None:
+            grad = grad[index]
+        radial = (grad * dirs).sum(1)
+        rate = self.eta * torch.ones_like(logn) if self.adaptive_rate else self.eta * torch.exp((self.kappa - 2) * logn)
+        return rate[:, None] * (grad - radial[:, None] * dirs), rate * radial
+
+    @staticmethod
+    def split(state, H):
+        state = torch.from_numpy(np.ascontiguousarray(state))
+        dirs = state[:-H].reshape(H, -1)
+        dirs = dirs / torch.linalg.vector_norm(dirs, dim=1, keepdim=True)
+        return dirs, state[-H:]
+
+    def __call__(self, state, index=None, residual=None):
+        dirs, logn = self.split(state, self.network.num_neurons if index is None else len(index))
+        if residual is None:
+            residual = self.y - self.outputs(dirs, logn, index)
+        d_dirs, d_logn = self.velocity(dirs, logn, residual, index)
+        return torch.cat([d_dirs.reshape(-1), d_logn]).numpy()
+
+    def loss(self, dirs, logn, index=None):
+        return float(0.5 * ((self.y - self.outputs(dirs, logn, index)) ** 2).sum() / self.X.shape[0])
+
+
+def pack(dirs, logn):
+    return torch.cat([dirs.reshape(-1), logn]).numpy().copy()
+
+
+def sample_times(t_end, step_times, num_samples, times=None):
+    """Solver steps (dense where the loss drops) plus a linear and a logarithmic grid, or the given ``times``."""
+    if times is not None:
+        times = np.asarray(times, dtype=float)
+        if times.ndim != 1 or np.any(np.diff(times) < 0) or times[0] < 0 or times[-1] > t_end:
+            raise ValueError("times must be a non-decreasing 1-D array within [0, t_end]")
+        return times
+    grid = [np.linspace(0.0, t_end, num_samples), np.geomspace(t_end * 1e-6, t_end, num_samples // 2), step_times]
+    return np.unique(np.concatenate(grid))
+
+
+def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rtol=1e-9, atol=1e-12,
+                  num_samples=2000, times=None, record_params=False, adaptive_rate=False, progress=False):
+    """Integrate gradient flow ``dΘ/dt = −η∇L(Θ)`` from ``theta0`` over ``[0, t_end]``.
+
+    Parameters
+    ----------
+    network : TwoLayerNetwork
+    data : pair ``(X, y)``, ``X`` of shape (n, d), ``y`` of shape (n,) or (n, c)
+    theta0 : (H, P) array, every row nonzero
+    t_end : float, GF time
+    eta : learning rate (rescales time)
+    method, rtol, atol : passed to :func:`scipy.integrate.solve_ivp`; the state is the polar
+        coordinates of the module docstring, all of order one.
+    num_samples : size of the linear grid on which the loss is sampled, in addition to the
+        solver's own steps (which cluster at the drops) and a logarithmic grid.
+    times : sample exactly at these times instead (non-decreasing, within ``[0, t_end]``).
+    record_params : also return ``Θ(t)`` and ``log‖θ_i(t)‖`` at every sample.
+    adaptive_rate : use the neuron-wise rate ``η‖θ_i‖^{2−κ}`` of the paper's Appendix B.5.
+    progress : show a progress bar (for runs longer than two seconds).
+
+    Returns
+    -------
+    Trajectory in GF time ``t``.
+    """
+    network = check_network(network)
+    X, y = unpack_data(network, data)
+    theta0 = network.check_theta(theta0, "theta0")
+    t_end, eta = check_positive(t_end, "t_end"), check_positive(eta, "eta")
+    check_solver(method)
+    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 2:
+        raise ValueError(f"num_samples must be an integer >= 2, got {num_samples!r}")
+    H = network.num_neurons
+    dirs, logn = to_polar(theta0)
+    field = PolarField(network, X, y, dirs, eta=eta, adaptive_rate=adaptive_rate)
+
+    with tqdm(total=t_end, disable=not progress, delay=2, desc="gradient flow", unit="t") as bar:
+        def rhs(t, state):
+            if t > bar.n:
+                bar.update(t - bar.n)
+            return field(state)
+
+        sol = solve_ivp(rhs, (0.0, t_end), pack(dirs, logn), method=method, rtol=rtol, atol=atol, dense_output=True)
+    if not sol.success:
+        raise RuntimeError(f"gradient flow integration failed: {sol.message}")
+
+    times = sample_times(t_end, sol.t, num_samples, times)
+    states = sol.sol(times)
+    losses = np.empty(times.size)
+    log_norms = np.empty((times.size, H)) if record_params else None
+    params = np.empty((times.size, H, network.num_params)) if record_params else None
+    for k in range(times.size):
+        d_k, l_k = field.split(states[:, k], H)
+        losses[k] = field.loss(d_k, l_k)
+        if record_params:
+            log_norms[k] = l_k.numpy()
+            params[k] = (torch.exp(l_k)[:, None] * d_k).numpy()
+    return Trajectory(times, losses, params=params, log_norms=log_norms)
+
+
+def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, num_samples=2000, record_params=False):
+    """Fixed-step gradient descent ``Θ ← Θ − η∇L(Θ)`` in plain coordinates with torch autograd.
+
+    This is how the paper's public notebooks train; step ``k`` is reported at GF time ``k·η``.
+    Use it side by side with :func:`gradient_flow`, which is faster and more accurate.
+    """
+    network = check_network(network)
+    X, y = unpack_data(network, data)
+    theta = network.check_theta(theta0, "theta0").clone().requires_grad_(True)
+    t_end, eta = check_positive(t_end, "t_end"), check_positive(eta, "eta")
+    num_steps = int(math.ceil(t_end / eta))
+    record_every = max(1, num_steps // num_samples)
+    times, losses, params = [], [], []
+    for step in range(num_steps + 1):
+        loss = 0.5 * ((y - network(theta, X)) ** 2).sum() / X.shape[0]
+        if step % record_every == 0 or step == num_steps:
+            times.append(step * eta)
+            losses.append(loss.item())
+            if record_params:
+                params.append(theta.detach().numpy().copy())
+        if step == num_steps:
+            break
+        (grad,) = torch.autograd.grad(loss, theta)
+        with torch.no_grad():
+            theta -= eta * grad
+    if not np.all(np.isfinite(losses)):
+        raise FloatingPointError(f"gradient descent diverged with eta = {eta}; use a smaller step")
+    return Trajectory(np.array(times), np.array(losses), params=np.array(params) if record_params else None)

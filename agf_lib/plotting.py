@@ -1,0 +1,1 @@
+"""Plotting helpers (filled below)."""

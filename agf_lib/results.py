@@ -1,0 +1,184 @@
+"""The two result types every chapter plots and compares: :class:`Trajectory` and :class:`Staircase`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+__all__ = ["Trajectory", "Staircase", "StaircaseComparison"]
+
+
+def _positive_scale(factor, name="factor"):
+    factor = float(factor)
+    if not np.isfinite(factor) or factor <= 0:
+        raise ValueError(f"{name} must be a finite positive number, got {factor!r}")
+    return factor
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """A simulated path: gradient flow or gradient descent.
+
+    Attributes
+    ----------
+    times : (T,) array
+        Increasing sample times, in the unit named by ``time_unit`` (GF time ``t`` by default).
+    losses : (T,) array
+        Loss ``L(Θ(t))`` at those times.
+    params : (T, H, P) array or None
+        Parameter snapshots ``Θ(t)`` when they were recorded.
+    log_norms : (T, H) array or None
+        ``log ||θ_i(t)||`` per neuron; exact even where ``params`` underflows (α down to 1e-100).
+    time_unit : str
+        How ``times`` is measured, e.g. ``"t"`` or ``"t / log(1/α)"``.
+    """
+
+    times: np.ndarray
+    losses: np.ndarray
+    params: np.ndarray | None = None
+    log_norms: np.ndarray | None = None
+    time_unit: str = "t"
+
+    def loss_at(self, t):
+        """Loss at time(s) ``t`` by linear interpolation between samples."""
+        return np.interp(t, self.times, self.losses)
+
+    def rescale_time(self, factor, unit=None):
+        """A copy with every time multiplied by ``factor`` (e.g. ``1 / log(1/α)``)."""
+        factor = _positive_scale(factor)
+        return replace(self, times=self.times * factor, time_unit=unit or f"{factor:.4g}·{self.time_unit}")
+
+
+@dataclass(frozen=True)
+class StaircaseComparison:
+    """Jump-by-jump comparison of a staircase with a trajectory (see :meth:`Staircase.compare`).
+
+    ``jump_times[k]`` and ``trajectory_jump_times[k]`` are the k-th jump (k = 1, 2, ...) of the
+    staircase and of the trajectory; ``time_errors`` their relative difference (``inf`` when the
+    trajectory never makes that drop). ``plateau_losses[k]`` is the trajectory's loss in the middle
+    of its k-th plateau (k = 0 before the first drop) and ``level_errors[k]`` its relative
+    difference from ``levels[k]`` (relative to ``1e-12 * levels[0]`` for a level that is zero).
+    """
+
+    jump_times: np.ndarray
+    trajectory_jump_times: np.ndarray
+    time_errors: np.ndarray
+    levels: np.ndarray
+    plateau_losses: np.ndarray
+    level_errors: np.ndarray
+
+    def __str__(self):
+        rows = ["jump  staircase τ   trajectory τ   rel. error"]
+        for k, (a, b, e) in enumerate(zip(self.jump_times, self.trajectory_jump_times, self.time_errors), 1):
+            rows.append(f"{k:4d}  {a:11.5g}  {b:13.5g}  {e:11.2e}")
+        rows.append("level  staircase ℓ   trajectory    rel. error")
+        for k, (a, b, e) in enumerate(zip(self.levels, self.plateau_losses, self.level_errors)):
+            rows.append(f"{k:5d}  {a:11.5g}  {b:11.5g}  {e:11.2e}")
+        return "\n".join(rows)
+
+
+@dataclass(frozen=True)
+class Staircase:
+    """A piecewise-constant prediction of the loss: what AGF (or its α → 0 limit) predicts.
+
+    Attributes
+    ----------
+    times : (K+1,) array
+        Jump times ``τ^(0) = 0 < τ^(1) < ... < τ^(K)``.
+    losses : (K+1,) array
+        Loss levels: ``losses[k]`` is held on ``[times[k], times[k+1])``, the last one forever.
+    order : list
+        ``order[k-1]`` is what activated at jump k (a neuron, a coordinate, a mode, ...).
+    states : list or None
+        ``states[k]`` is the predictor or the parameters on level k.
+    active : list of tuples or None
+        ``active[k]``: the indices active on level k (after the cost step of jump k).
+    time_unit : str
+        How ``times`` is measured.
+    """
+
+    times: np.ndarray
+    losses: np.ndarray
+    order: list
+    states: list | None = None
+    active: list | None = None
+    time_unit: str = "t"
+    deactivated: list = field(default_factory=list)
+
+    def __post_init__(self):
+        times = np.asarray(self.times, dtype=float)
+        losses = np.asarray(self.losses, dtype=float)
+        if times.ndim != 1 or times.shape != losses.shape:
+            raise ValueError(f"times and losses must be 1-D of equal length, got {times.shape} and {losses.shape}")
+        if times.size == 0 or times[0] != 0 or np.any(np.diff(times) < 0):
+            raise ValueError("times must start at 0 and be non-decreasing")
+        if len(self.order) != times.size - 1:
+            raise ValueError(f"order must have one entry per jump ({times.size - 1}), got {len(self.order)}")
+        object.__setattr__(self, "times", times)
+        object.__setattr__(self, "losses", losses)
+
+    @property
+    def num_jumps(self):
+        return self.times.size - 1
+
+    def level_at(self, t):
+        """Loss level held at time(s) ``t``: ``losses[k]`` for ``times[k] <= t < times[k+1]``."""
+        k = np.searchsorted(self.times, np.asarray(t, dtype=float), side="right") - 1
+        return self.losses[np.clip(k, 0, None)]
+
+    def rescale_time(self, factor, unit=None):
+        """A copy with every jump time multiplied by ``factor`` (e.g. ``1 / log(1/α)``)."""
+        factor = _positive_scale(factor)
+        return replace(self, times=self.times * factor, time_unit=unit or f"{factor:.4g}·{self.time_unit}")
+
+    def steps(self, t_end=None):
+        """``(t, loss)`` arrays tracing the staircase as a step plot up to ``t_end``."""
+        t_end = self.times[-1] * 1.25 + (self.times[-1] == 0) if t_end is None else float(t_end)
+        keep = self.times < t_end
+        t = np.append(self.times[keep], t_end)
+        return t, np.append(self.losses[keep], self.losses[keep][-1])
+
+    def compare(self, trajectory):
+        """Per-jump time and level errors of ``trajectory`` against this staircase.
+
+        The trajectory's k-th jump time is the first time, after its (k−1)-th, at which its loss
+        falls below the midpoint ``(losses[k-1] + losses[k]) / 2`` of the two AGF levels. Its k-th
+        plateau loss is its loss half-way between its k-th and (k+1)-th jump (for the last level, at
+        its final time). Both objects must use the same time unit.
+        """
+        if not isinstance(trajectory, Trajectory):
+            raise TypeError(f"trajectory must be a Trajectory, got {type(trajectory).__name__}")
+        if trajectory.time_unit != self.time_unit:
+            raise ValueError(
+                f"time units differ: staircase in {self.time_unit!r}, trajectory in {trajectory.time_unit!r}; "
+                "rescale one of them first"
+            )
+        t, loss = trajectory.times, trajectory.losses
+        crossings = np.full(self.num_jumps, np.inf)
+        start = 0
+        for k in range(1, self.num_jumps + 1):
+            midpoint = 0.5 * (self.losses[k - 1] + self.losses[k])
+            below = np.nonzero(loss[start:] < midpoint)[0]
+            if below.size == 0:
+                break
+            j = start + below[0]
+            if j == 0:
+                crossings[k - 1] = t[0]
+            else:  # interpolate the crossing between the two samples that straddle it
+                frac = (loss[j - 1] - midpoint) / (loss[j - 1] - loss[j])
+                crossings[k - 1] = t[j - 1] + frac * (t[j] - t[j - 1])
+            start = j
+        jump_times = self.times[1:]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            time_errors = np.where(np.isfinite(crossings), np.abs(crossings - jump_times) / jump_times, np.inf)
+        bounds = np.concatenate([[t[0]], crossings, [np.inf]])
+        plateau = np.full(self.num_jumps + 1, np.nan)
+        for k in range(self.num_jumps + 1):
+            lo, hi = bounds[k], bounds[k + 1]
+            if not np.isfinite(lo):
+                break
+            plateau[k] = trajectory.loss_at(0.5 * (lo + hi) if np.isfinite(hi) else t[-1])
+        scale = np.maximum(np.abs(self.losses), 1e-12 * abs(self.losses[0]))  # a zero final level: absolute error
+        level_errors = np.where(np.isfinite(plateau), np.abs(plateau - self.losses) / scale, np.inf)
+        return StaircaseComparison(jump_times, crossings, time_errors, self.losses.copy(), plateau, level_errors)
