@@ -19,7 +19,7 @@ import math
 import numpy as np
 import torch
 from scipy.integrate import solve_ivp
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .network import TwoLayerNetwork
 from .results import Trajectory
