@@ -1,0 +1,135 @@
+"""Specifications of the result types `Trajectory` and `Staircase` on synthetic data with known answers."""
+
+import numpy as np
+import pytest
+
+from agf_lib import Staircase, StaircaseComparison, Trajectory
+
+JUMP_TIMES = np.array([0.0, 2.0, 5.0, 9.0])
+LEVELS = np.array([1.0, 0.5, 0.1, 0.02])
+DROP_WIDTH = 0.02  # each drop is a logistic of this width, negligible (e^{-100}) one time unit away
+SPACING = 0.013  # sample spacing, not commensurate with the jump times
+
+
+@pytest.fixture
+def staircase():
+    return Staircase(JUMP_TIMES, LEVELS, order=[3, 0, 1], states=[None] * 4, active=[(), (3,), (0, 3), (0, 1, 3)])
+
+
+def smoothed_staircase(times, shift=0.0):
+    """A loss that drops from LEVELS[k−1] to LEVELS[k] as a logistic centred at JUMP_TIMES[k] + shift: it crosses
+    the midpoint of the two levels exactly there."""
+    loss = np.full_like(times, LEVELS[-1])
+    for k in range(1, len(JUMP_TIMES)):
+        loss += (LEVELS[k - 1] - LEVELS[k]) / (1.0 + np.exp((times - JUMP_TIMES[k] - shift) / DROP_WIDTH))
+    return loss
+
+
+def test_level_at_holds_each_level_on_its_half_open_interval(staircase):
+    assert staircase.level_at(0.0) == 1.0
+    assert staircase.level_at(1.999) == 1.0
+    assert staircase.level_at(2.0) == 0.5
+    assert staircase.level_at(8.99) == 0.1
+    assert staircase.level_at(1e9) == 0.02
+    np.testing.assert_array_equal(staircase.level_at([0.5, 2.5, 5.0, 100.0]), [1.0, 0.5, 0.1, 0.02])
+    assert staircase.num_jumps == 3
+
+
+def test_rescale_time_multiplies_jump_times_and_renames_the_unit(staircase):
+    rescaled = staircase.rescale_time(0.25, unit="t / 4")
+    np.testing.assert_array_equal(rescaled.times, JUMP_TIMES * 0.25)
+    np.testing.assert_array_equal(rescaled.losses, LEVELS)
+    assert rescaled.time_unit == "t / 4" and rescaled.order == staircase.order
+    assert staircase.time_unit == "t" and staircase.times[1] == 2.0  # the original is untouched
+    assert staircase.rescale_time(2.0).time_unit == "2·t"
+    trajectory = Trajectory(np.array([0.0, 1.0, 3.0]), np.array([1.0, 0.7, 0.6]))
+    np.testing.assert_array_equal(trajectory.rescale_time(3.0, unit="3t").times, [0.0, 3.0, 9.0])
+    for bad in (0.0, -1.0, np.inf, np.nan):
+        with pytest.raises(ValueError, match="factor"):
+            staircase.rescale_time(bad)
+        with pytest.raises(ValueError, match="factor"):
+            trajectory.rescale_time(bad)
+
+
+def test_steps_trace_the_staircase_up_to_t_end(staircase):
+    t, loss = staircase.steps()
+    np.testing.assert_array_equal(t, [0.0, 2.0, 5.0, 9.0, 11.25])  # default: a quarter past the last jump
+    np.testing.assert_array_equal(loss, [1.0, 0.5, 0.1, 0.02, 0.02])
+    t, loss = staircase.steps(t_end=3.0)
+    np.testing.assert_array_equal(t, [0.0, 2.0, 3.0])
+    np.testing.assert_array_equal(loss, [1.0, 0.5, 0.5])
+    t, loss = Staircase([0.0], [0.3], order=[]).steps()
+    np.testing.assert_array_equal(t, [0.0, 1.0])
+    np.testing.assert_array_equal(loss, [0.3, 0.3])
+
+
+def test_compare_finds_the_midpoint_crossings_and_plateau_losses(staircase):
+    times = np.arange(0.0, 12.0, SPACING)
+    comparison = staircase.compare(Trajectory(times, smoothed_staircase(times)))
+    assert isinstance(comparison, StaircaseComparison)
+    np.testing.assert_array_equal(comparison.jump_times, JUMP_TIMES[1:])
+    np.testing.assert_allclose(comparison.trajectory_jump_times, JUMP_TIMES[1:], rtol=0, atol=SPACING)
+    assert np.all(comparison.time_errors <= SPACING / JUMP_TIMES[1:])
+    np.testing.assert_allclose(comparison.plateau_losses, LEVELS, rtol=1e-12)
+    assert np.all(comparison.level_errors < 1e-12)
+    assert "jump" in str(comparison) and "level" in str(comparison)
+
+
+def test_compare_measures_a_delayed_trajectory(staircase):
+    times = np.arange(0.0, 12.0, SPACING)
+    comparison = staircase.compare(Trajectory(times, smoothed_staircase(times, shift=0.3)))
+    np.testing.assert_allclose(comparison.trajectory_jump_times, JUMP_TIMES[1:] + 0.3, rtol=0, atol=SPACING)
+    assert np.all(np.abs(comparison.time_errors - 0.3 / JUMP_TIMES[1:]) <= SPACING / JUMP_TIMES[1:])
+
+
+def test_compare_reports_an_unreached_drop_as_infinite_error(staircase):
+    times = np.arange(0.0, 7.0, SPACING)  # ends before the third drop
+    comparison = staircase.compare(Trajectory(times, smoothed_staircase(times)))
+    np.testing.assert_allclose(comparison.trajectory_jump_times[:2], JUMP_TIMES[1:3], rtol=0, atol=SPACING)
+    assert comparison.trajectory_jump_times[2] == np.inf and comparison.time_errors[2] == np.inf
+    assert np.isnan(comparison.plateau_losses[3]) and comparison.level_errors[3] == np.inf
+    # the last plateau reached is read at the trajectory's final time
+    np.testing.assert_allclose(comparison.plateau_losses[2], LEVELS[2], rtol=1e-12)
+
+
+def test_compare_measures_a_zero_final_level_in_absolute_terms():
+    staircase = Staircase([0.0, 1.0], [2.0, 0.0], order=[0])
+    times = np.linspace(0.0, 3.0, 301)
+    loss = 2.0 / (1.0 + np.exp((times - 1.0) / DROP_WIDTH)) + 1e-13
+    comparison = staircase.compare(Trajectory(times, loss))
+    np.testing.assert_allclose(comparison.level_errors[1], 1e-13 / (1e-12 * 2.0), rtol=1e-6)
+
+
+def test_compare_refuses_different_time_units_and_non_trajectories(staircase):
+    times = np.linspace(0.0, 10.0, 50)
+    trajectory = Trajectory(times, smoothed_staircase(times))
+    with pytest.raises(ValueError, match="time units differ"):
+        staircase.rescale_time(0.5, unit="t / log(1/α)").compare(trajectory)
+    with pytest.raises(TypeError, match="trajectory must be a Trajectory"):
+        staircase.compare((times, smoothed_staircase(times)))
+
+
+def test_trajectory_loss_at_interpolates_linearly():
+    trajectory = Trajectory(np.array([0.0, 1.0, 3.0]), np.array([1.0, 0.5, 0.1]))
+    np.testing.assert_allclose(trajectory.loss_at([0.5, 2.0, 3.0]), [0.75, 0.3, 0.1], rtol=1e-15)
+    assert trajectory.params is None and trajectory.log_norms is None and trajectory.time_unit == "t"
+
+
+@pytest.mark.parametrize("times, losses, order, message", [
+    ([0.0, 2.0, 1.0], [1.0, 0.5, 0.2], [0, 1], "non-decreasing"),
+    ([0.5, 1.0], [1.0, 0.5], [0], "start at 0"),
+    ([], [], [], "start at 0"),
+    ([0.0, 1.0], [1.0, 0.5, 0.2], [0], "equal length"),
+    ([[0.0, 1.0]], [[1.0, 0.5]], [0], "1-D"),
+    ([0.0, 1.0, 2.0], [1.0, 0.5, 0.2], [0], "order must have one entry per jump"),
+    ([0.0, 1.0], [1.0, 0.5], [0, 1], "order must have one entry per jump"),
+])
+def test_staircase_rejects_inconsistent_inputs(times, losses, order, message):
+    with pytest.raises(ValueError, match=message):
+        Staircase(times, losses, order)
+
+
+def test_staircase_stores_float_arrays():
+    staircase = Staircase([0, 1, 3], [4, 2, 1], order=["a", "b"])
+    assert staircase.times.dtype == np.float64 and staircase.losses.dtype == np.float64
+    assert staircase.deactivated == [] and staircase.states is None
