@@ -15,6 +15,12 @@ Neurons start dormant. Each iteration has two steps.
   when it last crossed the unit sphere inwards, i.e. with ``𝒮_i = c_i/η`` as in the paper's
   Appendix B.3.
 
+The float64 limit stated in :mod:`agf_lib.flow` applies here too: a dormant neuron whose
+utility flow reverses its sign after a long excursion (|log‖θ‖| ≳ 14), or a neuron restored at norm
+one after returning to dormancy, is timed with an error that grows as α shrinks (measured on
+diagonal networks: 1.6e-3 at α = 1e-6 for a returning neuron; 3e-2 at α = 1e-30 for a sign
+reversal). Use the closed forms where a setting has them.
+
 Time runs during utility maximization only. The loop ends when no dormant neuron can gain utility
 (every dormant neuron stationary on the sphere with nonpositive utility), after ``max_jumps`` jumps,
 or when the next jump would come after ``t_end``.

@@ -10,6 +10,16 @@ With ``r = y − Σ_j e^{κℓ_j} f_j(·; θ̄_j)`` the residual and ``U_i`` the
 
 Every state variable is of order one whatever α is, so an adaptive solver's error control is
 meaningful at α = 1e-12 as at α = 1e-100, where plain coordinates of size α would not be.
+
+One limit remains, shared by every float64 representation of Θ: once a neuron has grown to
+norm one, its direction keeps the imprint of the initialization (for a diagonal neuron, the
+conserved ``u² − v² = 2α²``) only to about ``max(rtol, 1e-16)`` relative. A neuron that later
+shrinks back through the origin and changes sign is then timed as if α were larger: the error of
+that jump is 1e-7 at α = 1e-12, 1e-4 at 1e-20 and 20% at 1e-100 on a two-coordinate example
+(tests/test_flow.py). For diagonal networks :func:`agf_lib.diagonal.gradient_flow` has no such limit.
+
+For ReLU networks the velocity has kinks where ``w_iᵀx`` changes sign; explicit solvers crawl
+across them, and ``method="LSODA"`` is several times faster.
 """
 
 from __future__ import annotations
