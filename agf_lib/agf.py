@@ -35,7 +35,8 @@ import numpy as np
 import torch
 from scipy.integrate import solve_ivp
 
-from .flow import PolarField, check_network, check_positive, check_solver, pack, to_polar, unpack_data
+from .flow import (PolarField, check_max_jumps, check_network, check_positive, check_solver, pack, to_polar,
+                   unpack_data)
 from .results import Staircase
 
 __all__ = ["alternating_gradient_flow"]
@@ -167,9 +168,7 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     eta = check_positive(eta, "eta")
     check_solver(method)
     check_solver(cost_method)
-    if max_jumps is not None and (isinstance(max_jumps, bool) or not isinstance(max_jumps, (int, np.integer))
-                                  or max_jumps < 0):
-        raise ValueError(f"max_jumps must be None or a non-negative integer, got {max_jumps!r}")
+    check_max_jumps(max_jumps)
     t_end = float(t_end)
     if not t_end > 0:
         raise ValueError(f"t_end must be positive, got {t_end!r}")

@@ -23,7 +23,7 @@ import torch
 from scipy.integrate import solve_ivp
 from scipy.optimize import lsq_linear
 
-from .flow import check_positive, check_solver, sample_times
+from .flow import check_max_jumps, check_positive, check_solver, sample_times
 from .network import TwoLayerNetwork, _check_alpha, as_data
 from .results import Staircase, Trajectory
 
@@ -192,12 +192,6 @@ def _saddle_to_saddle(X, y, threshold, max_jumps, tol):
     return times, losses, order, states, active, deactivated
 
 
-def _check_max_jumps(max_jumps):
-    if max_jumps is not None and (isinstance(max_jumps, bool) or not isinstance(max_jumps, (int, np.integer))
-                                  or max_jumps < 0):
-        raise ValueError(f"max_jumps must be None or a non-negative integer, got {max_jumps!r}")
-
-
 def agf(X, y, alpha, *, max_jumps=None, tol=1e-10):
     """AGF for a diagonal linear network at finite α, in closed form (Corollary C.5), GF time units.
 
@@ -211,7 +205,7 @@ def agf(X, y, alpha, *, max_jumps=None, tol=1e-10):
     support, ``deactivated[k-1]`` the coordinates that returned to dormancy at jump k.
     """
     threshold = activation_threshold(alpha)
-    _check_max_jumps(max_jumps)
+    check_max_jumps(max_jumps)
     times, losses, order, states, active, deactivated = _saddle_to_saddle(X, y, threshold, max_jumps, tol)
     return Staircase(np.array(times), np.array(losses), order, states=states, active=active, time_unit="t",
                      deactivated=deactivated)
@@ -225,7 +219,7 @@ def pesme_flammarion(X, y, *, max_jumps=None, tol=1e-10):
     when ``|s_i|`` reaches one, and β is the least-squares fit with the signs ``sgn s_i`` of the active
     coordinates imposed.
     """
-    _check_max_jumps(max_jumps)
+    check_max_jumps(max_jumps)
     times, losses, order, states, active, deactivated = _saddle_to_saddle(X, y, 1.0, max_jumps, tol)
     return Staircase(np.array(times), np.array(losses), order, states=states, active=active,
                      time_unit="t / log(1/α)", deactivated=deactivated)

@@ -54,6 +54,13 @@ def check_positive(value, name):
     return value
 
 
+def check_max_jumps(max_jumps):
+    if max_jumps is not None and (isinstance(max_jumps, bool) or not isinstance(max_jumps, (int, np.integer))
+                                  or max_jumps < 0):
+        raise ValueError(f"max_jumps must be None or a non-negative integer, got {max_jumps!r}")
+    return max_jumps
+
+
 def check_network(network):
     if not isinstance(network, TwoLayerNetwork):
         raise TypeError(f"network must be an agf_lib TwoLayerNetwork, got {type(network).__name__}")

@@ -86,7 +86,7 @@ def run_alpha(X, y, alpha, repeats):
     print("  " + table(["", "closed form", "numerical AGF", "rel. error"], rows).replace("\n", "\n  "))
     if caught:
         print(f"  numerical AGF raised {len(caught)} warning(s): " + "; ".join(sorted({str(w.message) for w in caught})))
-    print(f"  (ii) Staircase.compare(trajectory): numerical AGF staircase vs agf_lib.gradient_flow")
+    print("  (ii) Staircase.compare(trajectory): numerical AGF staircase vs agf_lib.gradient_flow")
     print("  " + str(comparison).replace("\n", "\n  "))
     print(flush=True)
     return dict(alpha=alpha, t_closed=t_closed, t_agf=t_agf, t_gf=t_gf, agf_evals=agf_evals, gf_evals=gf_evals,

@@ -21,7 +21,6 @@ import argparse
 import math
 import sys
 
-import numpy as np
 
 import agf_lib
 from agf_lib import diagonal
