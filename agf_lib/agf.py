@@ -66,9 +66,7 @@ def _utility_phase(field, residual, index, dirs, logn, t_budget, method, rtol, a
             return elapsed + float(sol.t_events[0][0]), int(torch.argmax(logn)), dirs, logn
         state, elapsed = sol.y[:, -1], elapsed + span
         dirs, logn = field.split(state, H)
-        all_dirs, _ = field.full(dirs, logn, index)
-        _, grad = field.network.utility_gradient(all_dirs, field.X, residual)
-        grad = grad[index]
+        grad = field.utility_gradient(dirs, logn, residual, index)
         radial = (grad * dirs).sum(1)
         tangential = torch.linalg.vector_norm(grad - radial[:, None] * dirs, dim=1)
         if max(float(tangential.max()), float(radial.max())) <= utility_tol * grad_scale:
@@ -96,9 +94,8 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
             # and not shrinking with a neuron's norm, so that a neuron drifting back to the origin
             # keeps the phase going until it is declared dormant.
             d, l = field.split(s, H)
-            all_dirs, _ = field.full(d, l, index)
-            _, grad = field.network.utility_gradient(all_dirs, field.X, field.y - field.outputs(d, l, index))
-            return float(torch.linalg.vector_norm(grad[index]))
+            grad = field.utility_gradient(d, l, field.y - field.outputs(d, l, index), index)
+            return float(torch.linalg.vector_norm(grad))
 
         if g0 is None:
             g0 = gradient_size(pack(dirs, logn))
@@ -136,7 +133,8 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
 
 def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf, max_jumps=None,
                               method="DOP853", cost_method="LSODA", rtol=1e-10, atol=1e-12,
-                              adaptive_rate=False, dormancy_threshold=None, cost_tol=1e-9, utility_tol=1e-8, max_cost_time=1e6):
+                              adaptive_rate=False, dormancy_threshold=None, cost_tol=1e-9, utility_tol=1e-8,
+                              max_cost_time=1e6):
     """Numerical AGF (Algorithm 1) from ``theta0``; returns a :class:`Staircase` in GF time ``t``.
 
     Parameters

@@ -24,7 +24,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import lsq_linear
 
 from .flow import check_max_jumps, check_positive, check_solver, sample_times
-from .network import TwoLayerNetwork, _check_alpha, as_data
+from .network import TwoLayerNetwork, _check_alpha, _check_positive_int, as_data
 from .results import Staircase, Trajectory
 
 __all__ = ["DiagonalLinearNetwork", "initial_theta", "agf", "pesme_flammarion", "activation_threshold",
@@ -39,9 +39,7 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
     output_dim = 1
 
     def __init__(self, d):
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-            raise ValueError(f"d must be a positive integer, got {d!r}")
-        self.input_dim = self.num_neurons = int(d)
+        self.input_dim = self.num_neurons = _check_positive_int(d, "d")
 
     def neuron_outputs(self, theta, X):
         return ((theta[:, 0] * theta[:, 1])[:, None] * X.T)[:, :, None]
@@ -59,9 +57,7 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
 def initial_theta(d, alpha):
     """The paper's initialization for diagonal networks: ``u = √2 α``, ``v = 0``; shape ``(d, 2)``."""
     alpha = _check_alpha(alpha)
-    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-        raise ValueError(f"d must be a positive integer, got {d!r}")
-    theta = np.zeros((int(d), 2))
+    theta = np.zeros((_check_positive_int(d, "d"), 2))
     theta[:, 0] = math.sqrt(2.0) * alpha
     return theta
 

@@ -112,12 +112,15 @@ class PolarField:
         all_dirs, weights = self.full(dirs, logn, index)
         return torch.einsum("h,hnc->nc", weights, self.network.neuron_outputs(all_dirs, self.X))
 
-    def velocity(self, dirs, logn, residual, index):
-        """``(dθ̄/dt, dℓ/dt)`` of the neurons in ``index`` for a given residual."""
+    def utility_gradient(self, dirs, logn, residual, index):
+        """``∇U_i(θ̄_i; r)`` of the neurons in ``index`` at their unit directions, shape (len(index), P)."""
         all_dirs, _ = self.full(dirs, logn, index)
         _, grad = self.network.utility_gradient(all_dirs, self.X, residual)
-        if index is not None:
-            grad = grad[index]
+        return grad if index is None else grad[index]
+
+    def velocity(self, dirs, logn, residual, index):
+        """``(dθ̄/dt, dℓ/dt)`` of the neurons in ``index`` for a given residual."""
+        grad = self.utility_gradient(dirs, logn, residual, index)
         radial = (grad * dirs).sum(1)
         rate = self.eta * torch.ones_like(logn) if self.adaptive_rate else self.eta * torch.exp((self.kappa - 2) * logn)
         return rate[:, None] * (grad - radial[:, None] * dirs), rate * radial

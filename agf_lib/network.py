@@ -57,6 +57,12 @@ def _check_alpha(alpha):
     return alpha
 
 
+def _check_positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
 class TwoLayerNetwork:
     """Base class: subclasses set ``kappa``, ``num_neurons``, ``num_params``, ``output_dim``, ``input_dim``
     and implement :meth:`neuron_outputs`.
@@ -144,12 +150,10 @@ class FeedForwardNetwork(TwoLayerNetwork):
     """
 
     def __init__(self, d, H, c=1, activation="linear"):
-        for name, value in (("d", d), ("H", H), ("c", c)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        d, H, c = _check_positive_int(d, "d"), _check_positive_int(H, "H"), _check_positive_int(c, "c")
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
-        self.input_dim, self.num_neurons, self.output_dim = int(d), int(H), int(c)
+        self.input_dim, self.num_neurons, self.output_dim = d, H, c
         self.num_params = self.input_dim + self.output_dim
         self.activation = activation
         self.sigma, self.kappa = ACTIVATIONS[activation]
@@ -167,4 +171,5 @@ class FeedForwardNetwork(TwoLayerNetwork):
         return np.concatenate([w, a], axis=1)
 
     def __repr__(self):
-        return f"FeedForwardNetwork(d={self.input_dim}, H={self.num_neurons}, c={self.output_dim}, activation={self.activation!r})"
+        return (f"FeedForwardNetwork(d={self.input_dim}, H={self.num_neurons}, c={self.output_dim}, "
+                f"activation={self.activation!r})")
