@@ -4,7 +4,7 @@ The public names of the AGF book (see DESIGN.md): the result types, the network 
 two engines, and one module per setting (``agf_lib.diagonal``, ...).
 """
 
-from . import diagonal, plotting
+from . import diagonal, linear, plotting
 from .agf import alternating_gradient_flow
 from .flow import gradient_descent, gradient_flow
 from .network import FeedForwardNetwork, TwoLayerNetwork, loss, utility
@@ -22,5 +22,6 @@ __all__ = [
     "gradient_descent",
     "alternating_gradient_flow",
     "diagonal",
+    "linear",
     "plotting",
 ]

@@ -1,0 +1,382 @@
+"""Specifications of `agf_lib.linear`: fully connected two-layer linear networks (paper Section 4, Appendix D).
+
+The library computes reduced-rank regression from the SVD of the whitened map ``Σ_yx L⁻ᵀ`` and the
+jump times of Conjecture 4.1 by stepping the recursion forward. The references below are written
+independently, in other variables and with other solvers:
+
+* levels and projectors from ``numpy.linalg.eigh`` of ``Σ_yx Σ_xx⁻¹ Σ_yxᵀ``, the next gradient from
+  the formula ``Σ_yx − β*_l Σ_xx`` (not from the projector), and the jump times from the unrolled form of
+  the recursion, a lower-triangular linear system in the plateau lengths solved by
+  :func:`scipy.linalg.solve_triangular`;
+* reduced-rank regression by direct minimization of the loss over rank-k factorizations (L-BFGS);
+* gradient flow by the generic engine :func:`agf_lib.gradient_flow` on the population data.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.linalg import solve_triangular
+from scipy.optimize import minimize
+
+import agf_lib
+from agf_lib import diagonal, linear
+
+
+def orthogonal(rng, n):
+    Q, R = np.linalg.qr(rng.normal(size=(n, n)))
+    return Q * np.sign(np.diag(R))
+
+
+def random_problem(seed, c, d, commuting=False):
+    """``Σ_xx = V diag(λ) Vᵀ`` and ``Σ_yx = U diag(s) Wᵀ``; ``W = V`` (first columns) when ``commuting``."""
+    rng = np.random.default_rng(seed)
+    r = min(c, d)
+    s = np.sort(np.exp(rng.uniform(np.log(0.3), np.log(3.0), r)))[::-1]
+    lam = np.exp(rng.uniform(np.log(0.25), np.log(4.0), d))
+    V = orthogonal(rng, d)
+    U = orthogonal(rng, c)[:, :r]
+    right = V[:, :r] if commuting else orthogonal(rng, d)[:, :r]
+    if commuting:  # keep the order of μ_i = s_i²/λ_i the order of s_i (see the chapter's exercise)
+        lam[:r] = np.sort(lam[:r])
+    return V @ np.diag(lam) @ V.T, U @ np.diag(s) @ right.T
+
+
+PROBLEMS = [(0, 3, 3), (1, 4, 4), (2, 2, 5), (3, 5, 2), (4, 4, 6), (5, 6, 3)]
+PROBLEM_IDS = [f"seed{s}-c{c}-d{d}" for s, c, d in PROBLEMS]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference: greedy low-rank learning written from the formulas, in other variables
+
+
+def reference_greedy_low_rank(Sigma_xx, Sigma_yx, Sigma_yy=None):
+    c, d = Sigma_yx.shape
+    B = Sigma_yx @ np.linalg.inv(Sigma_xx)
+    K = B @ Sigma_yx.T
+    mu, U = np.linalg.eigh(0.5 * (K + K.T))
+    mu, U = mu[::-1], U[:, ::-1]
+    total = np.trace(Sigma_yy) if Sigma_yy is not None else np.trace(K)
+    rank = min(c, d)
+    betas = [U[:, :k] @ U[:, :k].T @ B for k in range(rank + 1)]
+    levels = np.array([0.5 * (total - np.trace(beta @ Sigma_xx @ B.T) * 2 + np.trace(beta @ Sigma_xx @ beta.T))
+                       for beta in betas])
+    # singular values of the gradient at each saddle, computed from the gradient itself
+    sigma = np.array([np.linalg.svd(Sigma_yx - betas[l] @ Sigma_xx, compute_uv=False)[:rank] for l in range(rank)])
+    # Σ_{l<k} σ^{(l)}_{k−l} Δ_{l+1} = 1 for k = 1..rank: lower-triangular in the plateau lengths Δ
+    system = np.zeros((rank, rank))
+    for k in range(1, rank + 1):
+        for l in range(k):
+            system[k - 1, l] = sigma[l, k - 1 - l]
+    lengths = solve_triangular(system, np.ones(rank), lower=True)
+    return np.concatenate([[0.0], np.cumsum(lengths)]), levels, betas, sigma
+
+
+@pytest.mark.parametrize("seed,c,d", PROBLEMS, ids=PROBLEM_IDS)
+def test_greedy_low_rank_matches_an_independent_implementation(seed, c, d):
+    Sigma_xx, Sigma_yx = random_problem(seed, c, d)
+    staircase = linear.greedy_low_rank(Sigma_xx, Sigma_yx)
+    times, levels, betas, _ = reference_greedy_low_rank(Sigma_xx, Sigma_yx)
+    assert staircase.num_jumps == min(c, d)
+    np.testing.assert_allclose(staircase.times, times, rtol=1e-6)
+    np.testing.assert_allclose(staircase.losses, levels, rtol=1e-6, atol=1e-12 * levels[0])
+    for state, beta in zip(staircase.states, betas):
+        np.testing.assert_allclose(state, beta, rtol=1e-6, atol=1e-10)
+    assert staircase.time_unit == diagonal.pesme_flammarion(np.eye(2), np.ones(2)).time_unit
+
+
+def test_greedy_low_rank_adds_the_noise_floor_to_every_level():
+    Sigma_xx, Sigma_yx = random_problem(7, 3, 4)
+    K = Sigma_yx @ np.linalg.solve(Sigma_xx, Sigma_yx.T)
+    Sigma_yy = K + np.diag([0.1, 0.2, 0.3])
+    staircase = linear.greedy_low_rank(Sigma_xx, Sigma_yx, Sigma_yy=Sigma_yy)
+    times, levels, _, _ = reference_greedy_low_rank(Sigma_xx, Sigma_yx, Sigma_yy)
+    np.testing.assert_allclose(staircase.losses, levels, rtol=1e-6)
+    np.testing.assert_allclose(staircase.losses[-1], 0.3, rtol=1e-10)
+    np.testing.assert_allclose(staircase.times, times, rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed,c,d", PROBLEMS, ids=PROBLEM_IDS)
+def test_commuting_covariances_give_the_jump_times_of_gidel_et_al(seed, c, d):
+    Sigma_xx, Sigma_yx = random_problem(seed, c, d, commuting=True)
+    s = np.linalg.svd(Sigma_yx, compute_uv=False)
+    staircase = linear.greedy_low_rank(Sigma_xx, Sigma_yx)
+    np.testing.assert_allclose(staircase.times[1:], 1.0 / s, rtol=1e-10)
+    mu = np.sort(np.linalg.eigvalsh(Sigma_yx @ np.linalg.solve(Sigma_xx, Sigma_yx.T)))[::-1]
+    np.testing.assert_allclose(staircase.losses, [0.5 * mu[k:].sum() for k in range(s.size + 1)],
+                               rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed,c,d", PROBLEMS, ids=PROBLEM_IDS)
+def test_jump_k_comes_no_later_than_one_over_sigma_k(seed, c, d):
+    # interlacing gives σ^{(l)}_{k−l} ≥ σ_k, so the k-th accumulated utility grows at least at rate σ_k
+    Sigma_xx, Sigma_yx = random_problem(seed, c, d)
+    s = np.linalg.svd(Sigma_yx, compute_uv=False)
+    assert np.all(linear.greedy_low_rank(Sigma_xx, Sigma_yx).times[1:] <= (1 + 1e-12) / s)
+
+
+@pytest.mark.parametrize("seed,c,d", PROBLEMS, ids=PROBLEM_IDS)
+def test_projected_singular_values_interlace_poincare(seed, c, d):
+    Sigma_xx, Sigma_yx = random_problem(seed, c, d)
+    sigma = linear.projected_singular_values(Sigma_xx, Sigma_yx)
+    _, _, _, reference = reference_greedy_low_rank(Sigma_xx, Sigma_yx)
+    np.testing.assert_allclose(sigma, reference, rtol=1e-8, atol=1e-12)
+    r = sigma.shape[1]
+    for l in range(sigma.shape[0]):
+        for i in range(r - l):
+            assert sigma[0, i + l] <= sigma[l, i] * (1 + 1e-10) and sigma[l, i] <= sigma[0, i] * (1 + 1e-10)
+        assert np.all(sigma[l, r - l:] < 1e-10 * sigma[0, 0])  # P⊥_{U_l} has rank c − l
+
+
+def test_greedy_low_rank_respects_rank_and_stops_on_a_rank_deficient_target():
+    Sigma_xx, Sigma_yx = random_problem(1, 4, 4)
+    full = linear.greedy_low_rank(Sigma_xx, Sigma_yx)
+    two = linear.greedy_low_rank(Sigma_xx, Sigma_yx, rank=2)
+    np.testing.assert_allclose(two.times, full.times[:3], rtol=1e-12)
+    np.testing.assert_allclose(two.losses, full.losses[:3], rtol=1e-12)
+    assert linear.greedy_low_rank(Sigma_xx, Sigma_yx, rank=0).num_jumps == 0
+    u, v = np.array([1.0, 2.0, 0.0]), np.array([0.5, -1.0, 1.0, 0.0])
+    rank_one = linear.greedy_low_rank(np.eye(4), np.outer(u, v))
+    assert rank_one.num_jumps == 1 and rank_one.order == [0]
+    np.testing.assert_allclose(rank_one.times[1], 1 / (np.linalg.norm(u) * np.linalg.norm(v)), rtol=1e-12)
+    np.testing.assert_allclose(rank_one.losses[-1], 0.0, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# reduced-rank regression
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_reduced_rank_regression_is_the_minimum_over_rank_k_factorizations(rank):
+    Sigma_xx, Sigma_yx = random_problem(11, 3, 4)
+    c, d = Sigma_yx.shape
+    B = np.linalg.solve(Sigma_xx, Sigma_yx.T).T
+
+    def loss_and_grad(z):
+        A, W = z[: c * rank].reshape(c, rank), z[c * rank :].reshape(rank, d)
+        R = Sigma_yx - A @ W @ Sigma_xx
+        E = B - A @ W
+        return 0.5 * np.trace(E @ Sigma_xx @ E.T), np.concatenate([-(R @ W.T).ravel(), -(A.T @ R).ravel()])
+
+    rng = np.random.default_rng(rank)
+    best = min((minimize(loss_and_grad, rng.normal(size=(c + d) * rank), jac=True, method="L-BFGS-B",
+                         options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 20000}) for _ in range(5)),
+               key=lambda result: result.fun)
+    beta = linear.reduced_rank_regression(Sigma_xx, Sigma_yx, rank)
+    A, W = best.x[: c * rank].reshape(c, rank), best.x[c * rank :].reshape(rank, d)
+    np.testing.assert_allclose(linear.population_loss(beta, Sigma_xx, Sigma_yx), best.fun, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(A @ W, beta, atol=1e-5)
+    assert np.linalg.matrix_rank(beta) == rank
+
+
+def test_reduced_rank_regression_with_white_inputs_is_the_truncated_svd_eckart_young():
+    rng = np.random.default_rng(3)
+    Sigma_yx = rng.normal(size=(4, 5))
+    U, s, Vt = np.linalg.svd(Sigma_yx, full_matrices=False)
+    for k in range(5):
+        expected = U[:, :k] @ np.diag(s[:k]) @ Vt[:k]
+        np.testing.assert_allclose(linear.reduced_rank_regression(np.eye(5), Sigma_yx, min(k, 4)),
+                                   U[:, : min(k, 4)] @ np.diag(s[: min(k, 4)]) @ Vt[: min(k, 4)], atol=1e-12)
+        if k <= 4:
+            np.testing.assert_allclose(linear.reduced_rank_regression(np.eye(5), Sigma_yx, k), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed,c,d", PROBLEMS, ids=PROBLEM_IDS)
+def test_gradient_at_the_rank_k_solution_is_the_projected_cross_covariance(seed, c, d):
+    Sigma_xx, Sigma_yx = random_problem(seed, c, d)
+    mu, U = linear.regression_modes(Sigma_xx, Sigma_yx)
+    for k in range(min(c, d) + 1):
+        beta = linear.reduced_rank_regression(Sigma_xx, Sigma_yx, k)
+        projector = np.eye(c) - U[:, :k] @ U[:, :k].T
+        np.testing.assert_allclose(-linear.loss_gradient(beta, Sigma_xx, Sigma_yx), projector @ Sigma_yx,
+                                   atol=1e-10 * np.abs(Sigma_yx).max())
+        np.testing.assert_allclose(linear.population_loss(beta, Sigma_xx, Sigma_yx), 0.5 * mu[k:].sum(),
+                                   rtol=1e-9, atol=1e-12 * mu.sum())
+
+
+# ---------------------------------------------------------------------------------------------
+# population data and loss
+
+
+def test_population_data_has_exactly_the_requested_second_moments():
+    Sigma_xx, Sigma_yx = random_problem(2, 3, 5)
+    X, y = linear.population_data(Sigma_xx, Sigma_yx)
+    n = X.shape[0]
+    assert X.shape == (5, 5) and y.shape == (5, 3)
+    np.testing.assert_allclose(X.T @ X / n, Sigma_xx, atol=1e-12)
+    np.testing.assert_allclose(y.T @ X / n, Sigma_yx, atol=1e-12)
+
+
+def test_network_loss_on_population_data_is_the_population_loss():
+    Sigma_xx, Sigma_yx = random_problem(4, 4, 6)
+    network = linear.FullyConnectedLinearNetwork(6, 3, 4)
+    X, y = linear.population_data(Sigma_xx, Sigma_yx)
+    for seed in range(3):
+        theta = network.initial_theta(1.5, seed=seed)
+        np.testing.assert_allclose(agf_lib.loss(network, theta, X, y),
+                                   linear.population_loss(network.product(theta), Sigma_xx, Sigma_yx), rtol=1e-12)
+
+
+def test_population_loss_is_the_expected_squared_error_with_noise():
+    # E[½‖y − βx‖²] = ½ tr Σ_yy − tr(βΣ_xy) + ½ tr(βΣ_xxβᵀ) for any joint covariance of (x, y)
+    Sigma_xx, Sigma_yx = random_problem(5, 2, 3)
+    Sigma_yy = Sigma_yx @ np.linalg.solve(Sigma_xx, Sigma_yx.T) + np.array([[0.3, 0.1], [0.1, 0.2]])
+    beta = np.random.default_rng(0).normal(size=(2, 3))
+    expected = 0.5 * np.trace(Sigma_yy) - np.trace(beta @ Sigma_yx.T) + 0.5 * np.trace(beta @ Sigma_xx @ beta.T)
+    np.testing.assert_allclose(linear.population_loss(beta, Sigma_xx, Sigma_yx, Sigma_yy), expected, rtol=1e-12)
+    stack = np.stack([beta, 2 * beta])
+    assert linear.population_loss(stack, Sigma_xx, Sigma_yx).shape == (2,)
+
+
+# ---------------------------------------------------------------------------------------------
+# the network class
+
+
+def test_closed_form_utility_gradient_matches_autograd():
+    Sigma_xx, Sigma_yx = random_problem(6, 3, 4)
+    X, y = linear.population_data(Sigma_xx, Sigma_yx)
+    network = linear.FullyConnectedLinearNetwork(4, 5, 3)
+    generic = agf_lib.FeedForwardNetwork(4, 5, 3, "linear")
+    theta = torch.as_tensor(network.initial_theta(0.7, seed=2))
+    residual = torch.as_tensor(y) - network(theta, torch.as_tensor(X))
+    U, grad = network.utility_gradient(theta, torch.as_tensor(X), residual)
+    U_ref, grad_ref = generic.utility_gradient(theta, torch.as_tensor(X), residual)
+    np.testing.assert_allclose(U.numpy(), U_ref.numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(grad.numpy(), grad_ref.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_factors_product_and_basis_are_consistent():
+    network = linear.FullyConnectedLinearNetwork(3, 4, 2)
+    theta = network.initial_theta(0.5, seed=1)
+    W, A = network.factors(theta)
+    assert W.shape == (4, 3) and A.shape == (2, 4)
+    np.testing.assert_array_equal(network.theta_from_factors(W, A), theta)
+    np.testing.assert_allclose(network.product(theta), A @ W, atol=1e-15)
+    np.testing.assert_allclose(network.product(np.stack([theta, 2 * theta])), [A @ W, 4 * A @ W], atol=1e-14)
+    norms, directions = network.basis(theta)
+    rebuilt = sum(norms[k] ** 2 * np.outer(directions[k, 3:], directions[k, :3]) for k in range(norms.size))
+    np.testing.assert_allclose(rebuilt, A @ W, atol=1e-14)
+    Q = orthogonal(np.random.default_rng(0), 4)  # rotating the hidden space changes neurons, not the basis
+    np.testing.assert_allclose(network.basis(Q @ theta)[0], norms, rtol=1e-12)
+    np.testing.assert_allclose(network.product(Q @ theta), A @ W, atol=1e-14)
+    assert repr(network) == "FullyConnectedLinearNetwork(d=3, H=4, c=2)"
+
+
+# ---------------------------------------------------------------------------------------------
+# gradient flow in matrix form
+
+
+def test_matrix_gradient_flow_matches_the_generic_engine():
+    Sigma_xx, Sigma_yx = random_problem(0, 3, 3)
+    network = linear.FullyConnectedLinearNetwork(3, 4, 3)
+    X, y = linear.population_data(Sigma_xx, Sigma_yx)
+    theta0 = network.initial_theta(1e-3, seed=1)
+    t_end = 1.1 * math.log(1e3) * linear.greedy_low_rank(Sigma_xx, Sigma_yx, rank=2).times[-1]
+    grid = np.linspace(0.0, t_end, 200)
+    options = {"times": grid, "rtol": 1e-11, "atol": 1e-14, "record_params": True}
+    generic = agf_lib.gradient_flow(network, (X, y), theta0, t_end, **options)
+    matrix = linear.gradient_flow(Sigma_xx, Sigma_yx, theta0, t_end, **options)
+    assert generic.losses[0] - generic.losses[-1] > 1.0  # at least one drop happened
+    np.testing.assert_allclose(matrix.losses, generic.losses, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(matrix.params, generic.params, atol=1e-7)
+    np.testing.assert_allclose(matrix.log_norms, generic.log_norms, atol=1e-7)
+
+
+def test_matrix_gradient_flow_conserves_the_balance_matrix():
+    # d/dt (AᵀA − WWᵀ) = 0 under gradient flow (the paper's conserved quantity for linear networks)
+    Sigma_xx, Sigma_yx = random_problem(3, 2, 3)
+    network = linear.FullyConnectedLinearNetwork(3, 3, 2)
+    theta0 = network.initial_theta(0.3, seed=0)
+    flow = linear.gradient_flow(Sigma_xx, Sigma_yx, theta0, 30.0, rtol=1e-12, atol=1e-14, num_samples=50,
+                                record_params=True)
+    balance = [A.T @ A - W @ W.T for W, A in map(network.factors, flow.params)]
+    np.testing.assert_allclose(balance, np.broadcast_to(balance[0], np.shape(balance)), atol=1e-9)
+    assert flow.losses[-1] < 1e-6 * flow.losses[0]
+
+
+def test_matrix_gradient_flow_is_equivariant_under_hidden_rotations():
+    Sigma_xx, Sigma_yx = random_problem(1, 4, 4)
+    network = linear.FullyConnectedLinearNetwork(4, 5, 4)
+    theta0 = network.initial_theta(1e-4, seed=3)
+    Q = orthogonal(np.random.default_rng(9), 5)
+    grid = np.linspace(0.0, 25.0, 100)
+    one = linear.gradient_flow(Sigma_xx, Sigma_yx, theta0, 25.0, times=grid, rtol=1e-12, atol=1e-14, record_params=True)
+    two = linear.gradient_flow(Sigma_xx, Sigma_yx, Q @ theta0, 25.0, times=grid, rtol=1e-12, atol=1e-14,
+                               record_params=True)
+    np.testing.assert_allclose(two.params, Q @ one.params, atol=1e-8)
+    np.testing.assert_allclose(network.product(two.params), network.product(one.params), atol=1e-8)
+    np.testing.assert_allclose(two.losses, one.losses, rtol=1e-8)
+
+
+def test_matrix_gradient_flow_handles_tiny_alpha():
+    Sigma_xx, Sigma_yx = random_problem(0, 3, 3)
+    network = linear.FullyConnectedLinearNetwork(3, 3, 3)
+    theta0 = network.initial_theta(1e-100, seed=0)
+    flow = linear.gradient_flow(Sigma_xx, Sigma_yx, theta0, 20.0, num_samples=20, record_params=True)
+    assert np.all(np.isfinite(flow.losses)) and np.all(np.isfinite(flow.log_norms))
+    np.testing.assert_allclose(flow.losses, linear.population_loss(np.zeros((3, 3)), Sigma_xx, Sigma_yx), rtol=1e-12)
+    # on the first plateau the top basis vector grows at rate σ_1: log s_1(t) = log s_1(0) + σ_1 t + O(1)
+    sigma_1 = np.linalg.svd(Sigma_yx, compute_uv=False)[0]
+    log_top = np.log(network.basis(flow.params)[0][:, 0])
+    slope = (log_top[-1] - log_top[-5]) / (flow.times[-1] - flow.times[-5])
+    np.testing.assert_allclose(slope, sigma_1, rtol=1e-6)
+
+
+def test_gradient_flow_approaches_the_commuting_staircase():
+    Sigma_xx, Sigma_yx = random_problem(8, 2, 2, commuting=True)
+    staircase = linear.greedy_low_rank(Sigma_xx, Sigma_yx)
+    network = linear.FullyConnectedLinearNetwork(2, 3, 2)
+    errors = []
+    for alpha in (1e-4, 1e-8):
+        flow = linear.gradient_flow(Sigma_xx, Sigma_yx, network.initial_theta(alpha, seed=0),
+                                    1.3 * math.log(1 / alpha) * staircase.times[-1])
+        comparison = staircase.compare(flow.rescale_time(1 / math.log(1 / alpha), unit=linear.RESCALED_TIME))
+        errors.append(comparison.time_errors.max())
+        np.testing.assert_allclose(comparison.plateau_losses[:-1], staircase.losses[:-1], rtol=0.05)
+    # the error is an O(1) delay in GF time, so in rescaled time it shrinks like 1/log(1/α)
+    np.testing.assert_allclose(errors[1] * math.log(1e8), errors[0] * math.log(1e4), rtol=0.2)
+    assert errors[1] < 0.15
+
+
+# ---------------------------------------------------------------------------------------------
+# input errors
+
+
+GOOD_XX, GOOD_YX = np.eye(3), np.ones((2, 3))
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda: linear.greedy_low_rank("eye", GOOD_YX), TypeError, "Sigma_xx"),
+    (lambda: linear.greedy_low_rank(np.eye(3)[:2], GOOD_YX), ValueError, "square"),
+    (lambda: linear.greedy_low_rank(np.ones(3), GOOD_YX), ValueError, "2-D"),
+    (lambda: linear.greedy_low_rank(np.array([[1.0, 0.5], [0.0, 1.0]]), np.ones((2, 2))), ValueError, "symmetric"),
+    (lambda: linear.greedy_low_rank(np.diag([1.0, 0.0, 1.0]), GOOD_YX), ValueError, "positive definite"),
+    (lambda: linear.greedy_low_rank(np.diag([1.0, np.nan, 1.0]), GOOD_YX), ValueError, "NaN"),
+    (lambda: linear.greedy_low_rank(GOOD_XX, np.ones((2, 4))), ValueError, "Sigma_yx"),
+    (lambda: linear.greedy_low_rank(GOOD_XX, [[1, 2, "a"]]), TypeError, "Sigma_yx"),
+    (lambda: linear.greedy_low_rank(GOOD_XX, GOOD_YX, rank=3), ValueError, "rank"),
+    (lambda: linear.greedy_low_rank(GOOD_XX, GOOD_YX, rank=-1), ValueError, "rank"),
+    (lambda: linear.greedy_low_rank(GOOD_XX, GOOD_YX, rank=1.0), ValueError, "rank"),
+    (lambda: linear.greedy_low_rank(GOOD_XX, GOOD_YX, rank=True), ValueError, "rank"),
+    (lambda: linear.greedy_low_rank(GOOD_XX, GOOD_YX, tol=0.0), ValueError, "tol"),
+    (lambda: linear.greedy_low_rank(GOOD_XX, GOOD_YX, Sigma_yy=np.eye(3)), ValueError, "Sigma_yy"),
+    (lambda: linear.greedy_low_rank(GOOD_XX, GOOD_YX, Sigma_yy=0.1 * np.eye(2)), ValueError, "inconsistent"),
+    (lambda: linear.reduced_rank_regression(GOOD_XX, GOOD_YX, 5), ValueError, "rank"),
+    (lambda: linear.population_loss(np.ones((3, 2)), GOOD_XX, GOOD_YX), ValueError, "beta"),
+    (lambda: linear.loss_gradient(np.ones((3, 3)), GOOD_XX, GOOD_YX), ValueError, "beta"),
+    (lambda: linear.gradient_flow(GOOD_XX, GOOD_YX, np.ones((2, 4)), 1.0), ValueError, "theta0"),
+    (lambda: linear.gradient_flow(GOOD_XX, GOOD_YX, np.zeros((2, 5)), 1.0), ValueError, "nonzero"),
+    (lambda: linear.gradient_flow(GOOD_XX, GOOD_YX, np.ones((2, 5)), -1.0), ValueError, "t_end"),
+    (lambda: linear.gradient_flow(GOOD_XX, GOOD_YX, np.ones((2, 5)), 1.0, method="Euler"), ValueError, "method"),
+    (lambda: linear.gradient_flow(GOOD_XX, GOOD_YX, np.ones((2, 5)), 1.0, num_samples=1), ValueError, "num_samples"),
+    (lambda: linear.FullyConnectedLinearNetwork(0, 2, 2), ValueError, "d"),
+    (lambda: linear.FullyConnectedLinearNetwork(2, 2, 2).initial_theta(-1.0), ValueError, "alpha"),
+    (lambda: linear.FullyConnectedLinearNetwork(2, 2, 2).product(np.ones((3, 4))), ValueError, "theta"),
+    (lambda: linear.FullyConnectedLinearNetwork(2, 2, 2).factors(np.ones((2, 5))), ValueError, "theta"),
+    (lambda: linear.FullyConnectedLinearNetwork(2, 2, 2).theta_from_factors(np.ones((2, 2)), np.ones((2, 3))),
+     ValueError, "A"),
+])
+def test_bad_inputs_raise_named_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
