@@ -35,8 +35,8 @@ import numpy as np
 import torch
 from scipy.integrate import solve_ivp
 
-from .flow import (PolarField, check_max_jumps, check_network, check_positive, check_solver, pack, to_polar,
-                   unpack_data)
+from .flow import (PolarField, check_max_jumps, check_network, check_positive, check_solver, pack, single_thread,
+                   to_polar, unpack_data)
 from .results import Staircase
 
 __all__ = ["alternating_gradient_flow"]
@@ -131,6 +131,7 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
     return index, dirs, logn, returned
 
 
+@single_thread()
 def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf, max_jumps=None,
                               method="DOP853", cost_method="LSODA", rtol=1e-10, atol=1e-12,
                               adaptive_rate=False, dormancy_threshold=None, cost_tol=1e-9, utility_tol=1e-8,

@@ -202,3 +202,24 @@ def test_network_loss_and_utility_follow_the_paper_conventions(feedforward_probl
     np.testing.assert_allclose(agf_lib.loss(network, theta, X, y), 0.5 * np.mean((y - sum(outputs)) ** 2),
                                rtol=1e-14)
     np.testing.assert_allclose(agf_lib.utility(network, theta, X, y), [np.mean(o * y) for o in outputs], rtol=1e-14)
+
+
+def test_engines_run_on_one_torch_thread_and_restore_the_callers_setting(regression_problem):
+    X, y = regression_problem
+    seen = []
+    network = diagonal.DiagonalLinearNetwork(5)
+    original = network.utility_gradient
+
+    def spy(*args):
+        seen.append(torch.get_num_threads())
+        return original(*args)
+
+    network.utility_gradient = spy
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        gradient_flow(network, (X, y), diagonal.initial_theta(5, 1e-3), 1.0, num_samples=10)
+        assert seen and set(seen) == {1}
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(previous)
