@@ -50,6 +50,26 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
         u, v = theta[:, 0], theta[:, 1]
         return u * v * minus_grad, torch.stack([v * minus_grad, u * minus_grad], dim=1)
 
+    # The chart (p, q) = (u + v, u − v)/√2, in which u² − v² = 2pq and β = uv = (p − q)(p + q)/2.
+    has_chart = True
+
+    def to_chart(self, theta):
+        u, v = theta[:, 0], theta[:, 1]
+        return torch.stack([u + v, u - v], dim=1) / math.sqrt(2.0)
+
+    def from_chart(self, phi):
+        p, q = phi[:, 0], phi[:, 1]
+        return torch.stack([p + q, p - q], dim=1) / math.sqrt(2.0)
+
+    def chart_outputs(self, phi, X):
+        p, q = phi[:, 0], phi[:, 1]
+        return ((0.5 * (p - q) * (p + q))[:, None] * X.T)[:, :, None]
+
+    def chart_utility_gradient(self, phi, X, residual):
+        minus_grad = X.T @ residual[:, 0] / X.shape[0]
+        p, q = phi[:, 0], phi[:, 1]
+        return 0.5 * (p - q) * (p + q) * minus_grad, torch.stack([p * minus_grad, -q * minus_grad], dim=1)
+
     def __repr__(self):
         return f"DiagonalLinearNetwork(d={self.input_dim})"
 

@@ -11,12 +11,15 @@ With ``r = y − Σ_j e^{κℓ_j} f_j(·; θ̄_j)`` the residual and ``U_i`` the
 Every state variable is of order one whatever α is, so an adaptive solver's error control is
 meaningful at α = 1e-12 as at α = 1e-100, where plain coordinates of size α would not be.
 
-One limit remains, shared by every float64 representation of Θ: once a neuron has grown to
-norm one, its direction keeps the imprint of the initialization (for a diagonal neuron, the
-conserved ``u² − v² = 2α²``) only to about ``max(rtol, 1e-16)`` relative. A neuron that later
-shrinks back through the origin and changes sign is then timed as if α were larger: the error of
-that jump is 1e-7 at α = 1e-12, 1e-4 at 1e-20 and 20% at 1e-100 on a two-coordinate example
-(tests/test_flow.py). For diagonal networks :func:`agf_lib.diagonal.gradient_flow` has no such limit.
+One limit remains in plain coordinates: once a neuron has grown to norm one, its direction keeps
+the imprint of the initialization (for a diagonal neuron, the conserved ``u² − v² = 2α²``) only
+to about 1e-16 relative. A neuron that later shrinks back through the origin and changes sign
+would then be timed as if α were larger (measured on a two-coordinate diagonal example: 1e-7 at
+α = 1e-12, 1e-4 at 1e-20, 20% at 1e-100). A network can lift it by declaring a *chart* (see
+:class:`~agf_lib.network.TwoLayerNetwork`) in which that imprint is a small coordinate of its own;
+the engines then take polar coordinates in the chart and control direction components relatively.
+:class:`~agf_lib.diagonal.DiagonalLinearNetwork` does, and its sign reversals are timed to 1e-9 at
+α = 1e-100. Networks without a chart (``FeedForwardNetwork``) keep the limit.
 
 For ReLU networks the velocity has kinks where ``w_iᵀx`` changes sign; explicit solvers crawl
 across them, and ``method="LSODA"`` is several times faster.
@@ -90,6 +93,7 @@ def unpack_data(network, data):
 
 
 def to_polar(theta, name="theta0"):
+    # theta in the network's chart coordinates (network.to_chart)
     """Split parameters ``(H, P)`` into unit directions and log-norms (float64 tensors)."""
     norms = torch.linalg.vector_norm(theta, dim=1)
     if bool((norms == 0).any()):
@@ -126,13 +130,24 @@ class PolarField:
     def outputs(self, dirs, logn, index):
         """``Σ_{i ∈ index} e^{κℓ_i} f_i(·; θ̄_i)``, shape (n, c)."""
         all_dirs, weights = self.full(dirs, logn, index)
-        return torch.einsum("h,hnc->nc", weights, self.network.neuron_outputs(all_dirs, self.X))
+        return torch.einsum("h,hnc->nc", weights, self.network.chart_outputs(all_dirs, self.X))
 
     def utility_gradient(self, dirs, logn, residual, index):
         """``∇U_i(θ̄_i; r)`` of the neurons in ``index`` at their unit directions, shape (len(index), P)."""
         all_dirs, _ = self.full(dirs, logn, index)
-        _, grad = self.network.utility_gradient(all_dirs, self.X, residual)
+        _, grad = self.network.chart_utility_gradient(all_dirs, self.X, residual)
         return grad if index is None else grad[index]
+
+    def params(self, dirs, logn):
+        """The parameters ``θ_i = e^{ℓ_i} θ̄_i`` in the network's own coordinates, shape (H, P)."""
+        return self.network.from_chart(torch.exp(logn)[:, None] * dirs)
+
+    def tolerances(self, atol, H):
+        """``atol`` for :func:`scipy.integrate.solve_ivp`: in a chart (see :class:`TwoLayerNetwork`),
+        small direction components carry information and get a purely relative error control."""
+        if not self.network.has_chart:
+            return atol
+        return np.concatenate([np.full(H * self.network.num_params, 1e-300), np.full(H, atol)])
 
     def velocity(self, dirs, logn, residual, index):
         """``(dθ̄/dt, dℓ/dt)`` of the neurons in ``index`` for a given residual."""
@@ -207,7 +222,7 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 2:
         raise ValueError(f"num_samples must be an integer >= 2, got {num_samples!r}")
     H = network.num_neurons
-    dirs, logn = to_polar(theta0)
+    dirs, logn = to_polar(network.to_chart(theta0))
     field = PolarField(network, X, y, dirs, eta=eta, adaptive_rate=adaptive_rate)
 
     with tqdm(total=t_end, disable=not progress, delay=2, desc="gradient flow", unit="t") as bar:
@@ -216,7 +231,8 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
                 bar.update(t - bar.n)
             return field(state)
 
-        sol = solve_ivp(rhs, (0.0, t_end), pack(dirs, logn), method=method, rtol=rtol, atol=atol, dense_output=True)
+        sol = solve_ivp(rhs, (0.0, t_end), pack(dirs, logn), method=method, rtol=rtol,
+                        atol=field.tolerances(atol, H), dense_output=True)
     if not sol.success:
         raise RuntimeError(f"gradient flow integration failed: {sol.message}")
 
@@ -230,7 +246,7 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
         losses[k] = field.loss(d_k, l_k)
         if record_params:
             log_norms[k] = l_k.numpy()
-            params[k] = (torch.exp(l_k)[:, None] * d_k).numpy()
+            params[k] = field.params(d_k, l_k).numpy()
     return Trajectory(times, losses, params=params, log_norms=log_norms)
 
 

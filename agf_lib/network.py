@@ -93,6 +93,28 @@ class TwoLayerNetwork:
             (grad,) = torch.autograd.grad(U.sum(), theta)
         return U.detach(), grad
 
+    # The engines integrate each neuron in polar coordinates of a *chart* ``φ_i = C(θ_i)``, a linear
+    # isometry of the neuron's parameters (the identity unless a subclass overrides the four methods
+    # below). A good chart makes what a neuron's direction must remember a coordinate of its own: a
+    # diagonal neuron far from the origin has direction (1, α²/‖θ‖²) in (u + v, u − v)/√2, whereas in
+    # (u, v) the same fact is a difference of two numbers near 1/√2, lost in float64 once ‖θ‖ ≫ 1e8 α.
+    # With ``has_chart`` the engines control the error of direction components relatively.
+    has_chart = False
+
+    def to_chart(self, theta):
+        return theta
+
+    def from_chart(self, phi):
+        return phi
+
+    def chart_outputs(self, phi, X):
+        """:meth:`neuron_outputs` of the parameters with chart coordinates ``phi``."""
+        return self.neuron_outputs(phi, X)
+
+    def chart_utility_gradient(self, phi, X, residual):
+        """:meth:`utility_gradient` with the gradient taken in chart coordinates."""
+        return self.utility_gradient(phi, X, residual)
+
     def check_theta(self, theta, name="theta"):
         """Validate parameters and return them as a float64 tensor of shape ``(H, P)``."""
         if isinstance(theta, np.ndarray):

@@ -23,6 +23,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
+import torch
 from conftest import make_regression
 from scipy.optimize import brentq, nnls
 
@@ -325,3 +326,21 @@ def test_exact_gradient_flow_rescaled_jump_times_approach_pesme_flammarion(regre
     assert time_errors[-1] < 1e-2 and level_errors[-1] < 1e-10
     scaled = np.array(time_errors) * np.log(1 / np.array(alphas))
     np.testing.assert_allclose(scaled, scaled[-1], rtol=2e-2)
+
+
+def test_diagonal_chart_is_an_isometry_that_computes_the_same_network():
+    """The engines integrate (p, q) = (u + v, u − v)/√2; outputs, utilities and gradients must be those of
+    (u, v), with the gradient rotated the same way (the chart is its own inverse)."""
+    rng = np.random.default_rng(3)
+    network = diagonal.DiagonalLinearNetwork(4)
+    theta = torch.as_tensor(rng.normal(size=(4, 2)))
+    X = torch.as_tensor(rng.normal(size=(7, 4)))
+    residual = torch.as_tensor(rng.normal(size=(7, 1)))
+    phi = network.to_chart(theta)
+    torch.testing.assert_close(network.from_chart(phi), theta, rtol=1e-15, atol=1e-15)
+    torch.testing.assert_close(torch.linalg.vector_norm(phi, dim=1), torch.linalg.vector_norm(theta, dim=1))
+    torch.testing.assert_close(network.chart_outputs(phi, X), network.neuron_outputs(theta, X))
+    U_chart, grad_chart = network.chart_utility_gradient(phi, X, residual)
+    U, grad = network.utility_gradient(theta, X, residual)
+    torch.testing.assert_close(U_chart, U)
+    torch.testing.assert_close(grad_chart, network.to_chart(grad))
