@@ -1,0 +1,127 @@
+"""The discrete Fourier transform on Z/p, as used for modular addition (the paper's Appendix F).
+
+Convention (Appendix F): for ``u ∈ R^p``,
+
+    û[k] = Σ_{j=0}^{p−1} u[j] e^{−2πi jk/p},      u[j] = (1/p) Σ_k û[k] e^{2πi jk/p},
+
+which is :func:`numpy.fft.fft`. With it, Plancherel reads ``⟨u, v⟩ = (1/p) Re⟨û, v̂⟩``, a real vector
+has ``û[−k] = conj(û[k])``, and the cross-correlation ``(x ⋆ u)[a] = Σ_j x[j] u[j + a]`` has
+transform ``conj(x̂[k]) û[k]``. For odd ``p`` the frequencies ``1, …, (p−1)/2`` index the
+conjugate pairs ``±k``; these functions work with those and with ``k = 0``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .network import _check_positive_int
+
+__all__ = ["dft", "frequencies", "power_spectrum", "dominant_frequencies", "harmonic", "template", "relabel"]
+
+
+def _as_real_vectors(u, name="u"):
+    """``u`` as a float array whose last axis indexes Z/p; TypeError/ValueError on bad input."""
+    if isinstance(u, (str, bytes, dict)) or u is None:
+        raise TypeError(f"{name} must be an array of real numbers, got {type(u).__name__}")
+    u = np.asarray(u)
+    if u.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {u.dtype}")
+    if u.ndim == 0 or u.shape[-1] < 1:
+        raise ValueError(f"{name} must have at least one axis of length >= 1, got shape {u.shape}")
+    u = u.astype(float)
+    if not np.all(np.isfinite(u)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return u
+
+
+def dft(u):
+    """``û[k] = Σ_j u[j] e^{−2πi jk/p}`` along the last axis (the paper's convention, Appendix F)."""
+    return np.fft.fft(_as_real_vectors(u), axis=-1)
+
+
+def frequencies(p):
+    """The frequencies ``0, 1, …, ⌊p/2⌋``: one representative of each pair ``±k`` of Z/p."""
+    return np.arange(_check_positive_int(p, "p") // 2 + 1)
+
+
+def power_spectrum(u):
+    """Power per frequency: ``|û[k]|²`` for ``k = 0, …, ⌊p/2⌋`` along the last axis.
+
+    For a real ``u`` the pair ``±k`` (``0 < k < p/2``) carries ``2|û[k]|²/p`` of ``‖u‖²`` by
+    Plancherel; this function returns ``|û[k]|²`` itself, so that a target ``(a+b)·x`` has power
+    ``|x̂[k]|²`` at frequency ``k``.
+    """
+    u_hat = dft(u)
+    return np.abs(u_hat[..., : u_hat.shape[-1] // 2 + 1]) ** 2
+
+
+def dominant_frequencies(x, tol=1e-12):
+    """Frequencies ``1 ≤ k ≤ ⌊p/2⌋`` with ``|x̂[k]| > tol · max|x̂|``, ordered by decreasing ``|x̂[k]|``.
+
+    Ties keep the lower frequency first. The order is the order in which Theorem F.3 and the
+    updated utility of the paper's Appendix F say a quadratic network learns the frequencies.
+    """
+    x = _as_real_vectors(x, "x")
+    if x.ndim != 1:
+        raise ValueError(f"x must be a 1-D vector, got shape {x.shape}")
+    magnitudes = np.abs(dft(x))[1 : x.size // 2 + 1]
+    if magnitudes.size == 0:
+        return np.zeros(0, dtype=int)
+    order = np.argsort(-magnitudes, kind="stable")
+    keep = magnitudes[order] > tol * max(float(np.abs(dft(x)).max()), 1e-300)
+    return order[keep] + 1
+
+
+def harmonic(p, k, amplitude=1.0, phase=0.0):
+    """The real harmonic ``u[j] = amplitude · cos(2πkj/p + phase)``, ``j = 0, …, p−1``.
+
+    For ``0 < k < p/2`` its transform is ``(p·amplitude/2) e^{±i·phase}`` at ``±k`` and zero elsewhere.
+    """
+    p = _check_positive_int(p, "p")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"k must be an integer frequency, got {type(k).__name__}")
+    j = np.arange(p)
+    return float(amplitude) * np.cos(2 * np.pi * k * j / p + float(phase))
+
+
+def template(p, magnitudes, phases=None, seed=0):
+    """A centred real vector ``x ∈ R^p`` (odd ``p``) with ``|x̂[k]| = magnitudes[k−1]``, ``k = 1…(p−1)/2``.
+
+    ``phases[k−1]`` is the phase of ``x̂[k]``; when omitted the phases are drawn uniformly with ``seed``.
+    ``x̂[0] = 0`` (centred), and conjugate symmetry fixes ``x̂[−k]``.
+    """
+    p = _check_positive_int(p, "p")
+    if p % 2 == 0:
+        raise ValueError(f"p must be odd, got {p}")
+    half = (p - 1) // 2
+    magnitudes = _as_real_vectors(magnitudes, "magnitudes")
+    if magnitudes.shape != (half,):
+        raise ValueError(f"magnitudes must have (p-1)/2 = {half} entries, got shape {magnitudes.shape}")
+    if np.any(magnitudes < 0):
+        raise ValueError("magnitudes must be non-negative")
+    if phases is None:
+        phases = np.random.default_rng(seed).uniform(0.0, 2 * np.pi, half)
+    phases = _as_real_vectors(phases, "phases")
+    if phases.shape != (half,):
+        raise ValueError(f"phases must have (p-1)/2 = {half} entries, got shape {phases.shape}")
+    x = sum(harmonic(p, k, 2.0 * m / p, s) for k, m, s in zip(range(1, half + 1), magnitudes, phases))
+    return np.asarray(x, dtype=float) if half else np.zeros(p)
+
+
+def relabel(u, m):
+    """The automorphism ``j ↦ m·j`` of Z/p applied to the last axis: ``u'[m·j mod p] = u[j]``.
+
+    ``m`` must be a unit mod ``p`` (``gcd(m, p) = 1``). Then ``û'[k] = û[m·k]``: relabelling the
+    residues moves the coefficient of frequency ``m·k`` to frequency ``k``.
+    """
+    u = _as_real_vectors(u)
+    p = u.shape[-1]
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)):
+        raise TypeError(f"m must be an integer, got {type(m).__name__}")
+    if math.gcd(int(m), p) != 1:
+        raise ValueError(f"m must be a unit mod p = {p} (gcd(m, p) = 1), got {m}")
+    out = np.empty_like(u)
+    out[..., (int(m) * np.arange(p)) % p] = u
+    return out

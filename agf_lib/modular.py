@@ -1,0 +1,296 @@
+"""Modular addition with a quadratic network: the paper's modular-addition section and Appendix F.
+
+A centred template ``x ∈ R^p`` (``Σ_j x[j] = 0``) encodes each residue ``a ∈ Z/p`` by its cyclic
+shift ``(a·x)[j] = x[j − a]``. The task maps the pair ``(a·x, b·x)`` to ``(a+b)·x``; the dataset holds
+all ``p²`` pairs, and the loss is the book's ``E[½‖y − f‖²]`` (mean over the pairs, sum over the
+``p`` outputs). Neuron ``i`` has ``θ_i = (u_i, v_i, w_i) ∈ R^{3p}`` and computes
+
+    f_i(a·x, b·x; θ_i) = w_i (⟨u_i, a·x⟩ + ⟨v_i, b·x⟩)²,
+
+homogeneous of degree κ = 3. In the frequency domain (DFT convention of :mod:`agf_lib.dft`):
+
+* Lemma F.2: the utility of a neuron against the target is
+  ``U(θ) = (2/p³) Σ_k |x̂[k]|² conj(x̂[k]) û[k] v̂[k] conj(ŵ[k])``;
+* Theorem F.3 (p odd): on the unit sphere it is maximized by harmonics of the dominant frequency
+  ``ξ = argmax_k |x̂[k]|``, with amplitudes ``√(2/(3p))`` and phases satisfying
+  ``s_u + s_v − s_w ≡ s_x (mod 2π)``; the maximum is ``√(2/(27p³)) |x̂[ξ]|³``;
+* Section F.2 and the updated utility after it: enough neurons aligned with ``ξ`` fit the harmonic
+  of ``y`` at ``±ξ`` exactly, lowering the loss by ``|x̂[ξ]|²/p``, and the utility of a new neuron
+  is Lemma F.2 with the terms ``±ξ`` removed. Frequencies are learned in order of decreasing ``|x̂[ξ]|`` (Eq. 9).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .dft import dft, dominant_frequencies, harmonic
+from .flow import check_positive
+from .network import DTYPE, TwoLayerNetwork, _check_alpha, _check_positive_int
+from .results import Staircase
+
+__all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_theta", "utility",
+           "max_utility", "utility_maximizer", "harmonic_neurons", "levels", "fourier_staircase",
+           "output_power"]
+
+
+def check_template(x, name="x"):
+    """Validate a centred template of odd length ``p >= 3``; return it as a float array."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    if not isinstance(x, (np.ndarray, list, tuple)):
+        raise TypeError(f"{name} must be a 1-D array of real numbers, got {type(x).__name__}")
+    x = np.asarray(x)
+    if x.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {x.dtype}")
+    x = x.astype(float)
+    if x.ndim != 1 or x.size < 3 or x.size % 2 == 0:
+        raise ValueError(f"{name} must be a 1-D vector of odd length p >= 3, got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    scale = float(np.abs(x).max())
+    if scale == 0:
+        raise ValueError(f"{name} must be nonzero")
+    if abs(float(x.sum())) > 1e-9 * scale * x.size:
+        raise ValueError(f"{name} must be centred (sum zero); subtract its mean first (sum is {x.sum():.3g})")
+    return x
+
+
+def dataset(x):
+    """All ``p²`` pairs ``(a·x, b·x) ↦ (a+b)·x`` for a centred template ``x``.
+
+    Returns ``X`` of shape ``(p², 2p)`` (row ``a·p + b`` is ``[a·x, b·x]``) and ``Y`` of shape
+    ``(p², p)``, with ``(a·x)[j] = x[j − a]`` (``numpy.roll(x, a)``).
+    """
+    x = check_template(x)
+    p = x.size
+    shifts = np.stack([np.roll(x, a) for a in range(p)])          # shifts[a] = a·x
+    a, b = np.divmod(np.arange(p * p), p)
+    return np.concatenate([shifts[a], shifts[b]], axis=1), shifts[(a + b) % p]
+
+
+class QuadraticModularNetwork(TwoLayerNetwork):
+    """``f(a·x, b·x; Θ) = Σ_i w_i (⟨u_i, a·x⟩ + ⟨v_i, b·x⟩)²``: the paper's network for modular addition.
+
+    ``theta`` has shape ``(H, 3p)``, each row ``θ_i = (u_i, v_i, w_i)``; inputs ``X`` have shape
+    ``(n, 2p)`` (the two shifted templates side by side, see :func:`dataset`), outputs ``p``
+    coordinates; κ = 3. Outputs and utility gradients are closed forms (no autograd):
+    with ``z_in = ⟨(u_i, v_i), x_n⟩`` and ``s_in = ⟨w_i, r_n⟩``,
+
+        U_i = E_n[z_in² s_in],   ∇_{(u_i,v_i)} U_i = 2 E_n[z_in s_in x_n],   ∇_{w_i} U_i = E_n[z_in² r_n].
+    """
+
+    kappa = 3
+
+    def __init__(self, p, H):
+        p = _check_positive_int(p, "p")
+        if p < 3 or p % 2 == 0:
+            raise ValueError(f"p must be an odd integer >= 3, got {p}")
+        self.p = p
+        self.num_neurons = _check_positive_int(H, "H")
+        self.input_dim, self.output_dim, self.num_params = 2 * p, p, 3 * p
+
+    def neuron_outputs(self, theta, X):
+        z = theta[:, : 2 * self.p] @ X.T
+        return (z * z)[:, :, None] * theta[:, None, 2 * self.p :]
+
+    def __call__(self, theta, X):
+        z = theta[:, : 2 * self.p] @ X.T
+        return (z * z).T @ theta[:, 2 * self.p :]
+
+    def utility_gradient(self, theta, X, residual):
+        n = X.shape[0]
+        z = theta[:, : 2 * self.p] @ X.T                       # (H, n)
+        s = theta[:, 2 * self.p :] @ residual.T                # (H, n)
+        zz = z * z
+        U = (zz * s).sum(1) / n
+        grad = torch.cat([(2.0 / n) * (z * s) @ X, zz @ residual / n], dim=1)
+        return U, grad
+
+    def initial_theta(self, alpha, seed=0):
+        """See :func:`initial_theta`."""
+        return initial_theta(self.p, self.num_neurons, alpha, seed)
+
+    def __repr__(self):
+        return f"QuadraticModularNetwork(p={self.p}, H={self.num_neurons})"
+
+
+def initial_theta(p, H, alpha, seed=0):
+    """The paper's initialization for this network (``d = 2p`` inputs, ``c = p`` outputs), seeded.
+
+    ``(u_i, v_i) ~ N(0, α²/(4p) I_{2p})`` and ``w_i ~ N(0, α²/(2p) I_p)``, so ``E‖θ_i‖² = α²``.
+    Returns an array of shape ``(H, 3p)``.
+    """
+    p, H, alpha = _check_positive_int(p, "p"), _check_positive_int(H, "H"), _check_alpha(alpha)
+    rng = np.random.default_rng(seed)
+    uv = rng.normal(0.0, 1.0, (H, 2 * p)) * (alpha / math.sqrt(4 * p))
+    w = rng.normal(0.0, 1.0, (H, p)) * (alpha / math.sqrt(2 * p))
+    return np.concatenate([uv, w], axis=1)
+
+
+def _check_frequency(xi, p):
+    if isinstance(xi, bool) or not isinstance(xi, (int, np.integer)):
+        raise TypeError(f"xi must be an integer frequency, got {type(xi).__name__}")
+    if not 1 <= int(xi) % p <= p - 1:
+        raise ValueError(f"xi must be a nonzero frequency mod p = {p}, got {xi}")
+    return int(xi) % p
+
+
+def _split_theta(theta, p):
+    theta = np.asarray(theta, dtype=float)
+    if theta.ndim not in (1, 2) or theta.shape[-1] != 3 * p:
+        raise ValueError(f"theta must have shape (3p,) or (H, 3p) with 3p = {3 * p}, got {theta.shape}")
+    return theta[..., :p], theta[..., p : 2 * p], theta[..., 2 * p :]
+
+
+def utility(theta, x, learned=()):
+    """Lemma F.2 in the frequency domain: ``U(θ) = (2/p³) Σ_k |x̂[k]|² conj(x̂_r[k]) û[k] v̂[k] conj(ŵ[k])``.
+
+    ``x_r`` is ``x`` with the frequencies in ``learned`` (and their conjugates) removed: the target
+    left once those have been fitted (the updated utility of Appendix F); ``learned = ()`` gives the initial utility.
+    ``theta`` of shape ``(3p,)`` or ``(H, 3p)``; returns a float or an array of shape ``(H,)``.
+    """
+    x = check_template(x)
+    p = x.size
+    u, v, w = _split_theta(theta, p)
+    x_hat = dft(x)
+    residual_hat = x_hat.copy()
+    for k in learned:
+        k = _check_frequency(k, p)
+        residual_hat[[k, p - k]] = 0.0
+    terms = np.abs(x_hat) ** 2 * np.conj(residual_hat) * dft(u) * dft(v) * np.conj(dft(w))
+    value = 2.0 / p**3 * terms.sum(-1).real
+    return float(value) if np.ndim(value) == 0 else value
+
+
+def max_utility(x, learned=()):
+    """Theorem F.3: the maximal utility of one quadratic neuron on the unit sphere,
+    ``√(2/(27p³)) · max_k |x̂[k]|³`` over the frequencies not in ``learned`` (updated utility, Appendix F).
+
+    Zero when every frequency with a nonzero coefficient has been learned.
+    """
+    x = check_template(x)
+    p = x.size
+    magnitudes = np.abs(dft(x))[1 : (p + 1) // 2].copy()
+    for k in learned:
+        k = _check_frequency(k, p)
+        magnitudes[min(k, p - k) - 1] = 0.0
+    return math.sqrt(2.0 / (27.0 * p**3)) * float(magnitudes.max()) ** 3
+
+
+def utility_maximizer(x, xi=None, s_u=0.0, s_v=0.0):
+    """A unit-norm maximizer of the utility (Theorem F.3) at frequency ``xi`` (default: dominant).
+
+    ``u = A cos(ω_ξ j + s_u)``, ``v = A cos(ω_ξ j + s_v)``, ``w = A cos(ω_ξ j + s_u + s_v − s_x)`` with
+    ``A = √(2/(3p))``, ``ω_ξ = 2πξ/p`` and ``s_x`` the phase of ``x̂[ξ]``. Returns ``θ`` of shape ``(3p,)``.
+    """
+    x = check_template(x)
+    p = x.size
+    xi = int(dominant_frequencies(x)[0]) if xi is None else _check_frequency(xi, p)
+    s_x = float(np.angle(dft(x)[xi]))
+    A = math.sqrt(2.0 / (3.0 * p))
+    return np.concatenate([harmonic(p, xi, A, s_u), harmonic(p, xi, A, s_v), harmonic(p, xi, A, s_u + s_v - s_x)])
+
+
+def harmonic_neurons(x, xi, N=6):
+    """``N`` neurons aligned with frequency ``xi`` whose sum computes the harmonic of ``(a+b)·x`` at ``±xi``
+    exactly: a minimizer of the cost over neurons aligned with one harmonic (Section F.2).
+
+    Neuron ``i`` has amplitude ``A = (4/(N p |x̂[ξ]|))^{1/3}`` in ``u``, ``v`` and ``w`` and phases
+    ``s_u = s_x + 2πi/N``, ``s_v = s_x + 2πci/N``, ``s_w = s_u + s_v − s_x`` (the phase condition of
+    Theorem F.3) and ``c = 4``. These phases make every spurious output mode cancel in the sum over
+    neurons, which needs ``N`` to divide none of 2, 3, 5, 7, 8, 10, 13 (``N = 6, 9, 11, 12`` or
+    ``N >= 14``). Returns ``θ`` of shape ``(N, 3p)``.
+    """
+    x = check_template(x)
+    p = x.size
+    xi = _check_frequency(xi, p)
+    N = _check_positive_int(N, "N")
+    c = 4
+    bad = [m for m in (1 + c, 3 + c, c - 1, 1 + 3 * c, 2 + 2 * c, 2, 2 * c) if m % N == 0]
+    if bad:
+        raise ValueError(f"N = {N} neurons cannot cancel every spurious mode with these phases; use N = 6 or N >= 11")
+    x_hat = dft(x)[xi]
+    mu, s_x = abs(x_hat), float(np.angle(x_hat))
+    if mu == 0:
+        raise ValueError(f"x has no coefficient at frequency {xi}")
+    A = (4.0 / (N * p * mu)) ** (1.0 / 3.0)
+    rows = []
+    for i in range(N):
+        s_u, s_v = s_x + 2 * np.pi * i / N, s_x + 2 * np.pi * c * i / N
+        rows.append(np.concatenate([harmonic(p, xi, A, s_u), harmonic(p, xi, A, s_v),
+                                    harmonic(p, xi, A, s_u + s_v - s_x)]))
+    return np.array(rows)
+
+
+def levels(x):
+    """Loss levels ``ℓ^(k) = ½‖x‖² − (1/p) Σ_{l≤k} |x̂[ξ_l]|²`` after learning ``k`` frequencies (Eq. 9).
+
+    ``ξ_1, ξ_2, …`` is :func:`agf_lib.dft.dominant_frequencies`; the last level is zero (up to rounding).
+    """
+    x = check_template(x)
+    order = dominant_frequencies(x)
+    drops = np.abs(dft(x))[order] ** 2 / x.size
+    return 0.5 * float(x @ x) - np.concatenate([[0.0], np.cumsum(drops)])
+
+
+def fourier_staircase(x, initial_norm=None, eta=1.0, adaptive_rate=False):
+    """The AGF staircase of modular addition (the paper's Eq. 9): levels, order of frequencies, jump times.
+
+    ``order[k-1] = ξ_k``, the frequencies by decreasing ``|x̂[ξ]|``; ``losses[k]`` = :func:`levels`;
+    ``states[k]`` the template learned after ``k`` jumps (the network then computes ``(a+b)·x_k``),
+    the sum of the harmonics of ``x`` at ``ξ_1, …, ξ_k``.
+
+    ``times[k]`` is when a neuron of initial norm ``ν = initial_norm``, aligned with the harmonic of
+    ``ξ_k`` from the start, reaches norm one. Its utility is then ``Ū*_k`` = :func:`max_utility`
+    (unchanged by the frequencies learned before, by the updated utility of Appendix F), and its norm obeys
+    ``d(1/‖θ‖)/dt = −3ηŪ*_k`` (κ = 3), or ``d log‖θ‖/dt = 3ηŪ*_k`` with the adaptive rate
+    ``η‖θ‖^{2−κ}`` (Appendix B.5), so
+
+        τ^(k) = (1/ν − 1) / (3η Ū*_k)        or        τ^(k) = log(1/ν) / (3η Ū*_k).
+
+    Since no unit neuron has utility above ``Ū*_1`` (Theorem F.3), ``times[1]`` is a lower bound on
+    the first jump of gradient flow and of AGF from neurons of norm at most ``ν``. Without
+    ``initial_norm``, the times are the limit ``ν → 0`` in the rescaled unit ``t·α`` (κ = 3) or
+    ``t/log(1/α)`` (adaptive rate), with ``ν`` playing the part of α: ``τ^(k) = 1/(3η Ū*_k)``.
+    """
+    x = check_template(x)
+    eta = check_positive(eta, "eta")
+    order = [int(k) for k in dominant_frequencies(x)]
+    rates = np.array([3.0 * eta * max_utility(x, order[:k]) for k in range(len(order))])
+    if initial_norm is None:
+        scale, unit = 1.0, ("t/log(1/α)" if adaptive_rate else "t·α")
+    else:
+        nu = check_positive(initial_norm, "initial_norm")
+        if nu >= 1:
+            raise ValueError(f"initial_norm must be below one (a dormant neuron), got {initial_norm!r}")
+        scale, unit = (math.log(1.0 / nu) if adaptive_rate else 1.0 / nu - 1.0), "t"
+    times = np.concatenate([[0.0], scale / rates])
+    x_hat = dft(x)
+    states, kept = [np.zeros_like(x)], np.zeros_like(x_hat)
+    for k in order:
+        kept[[k, -k]] = x_hat[[k, -k]]
+        states.append(np.fft.ifft(kept).real)
+    return Staircase(times, levels(x), order, states=states, time_unit=unit)
+
+
+def output_power(network, theta, X):
+    """Power of the network's output per frequency, ``E_{a,b}|f̂(a·x, b·x)[k]|²`` for ``k = 0…(p−1)/2``.
+
+    For the target ``(a+b)·x`` this is ``|x̂[k]|²``. ``theta`` of shape ``(H, 3p)`` or a stack
+    ``(T, H, 3p)`` of snapshots; returns ``(p+1)/2`` or ``(T, (p+1)/2)`` numbers.
+    """
+    if not isinstance(network, QuadraticModularNetwork):
+        raise TypeError(f"network must be a QuadraticModularNetwork, got {type(network).__name__}")
+    theta = np.asarray(theta, dtype=float)
+    X_t = torch.as_tensor(np.asarray(X, dtype=float), dtype=DTYPE)
+    stack = theta[None] if theta.ndim == 2 else theta
+    power = []
+    with torch.no_grad():
+        for snapshot in stack:
+            f = network(network.check_theta(snapshot), X_t).numpy()
+            power.append((np.abs(np.fft.fft(f, axis=1)) ** 2).mean(0)[: (network.p + 1) // 2])
+    power = np.array(power)
+    return power[0] if theta.ndim == 2 else power

@@ -1,0 +1,248 @@
+"""Specifications of `agf_lib.modular`: the quadratic network on modular addition (paper Appendix F).
+
+The frequency-domain formulas of the library (Lemma F.2, Theorem F.3, the levels of Eq. 9) are
+checked against computations in the time domain on the full dataset of p² pairs: utilities as
+sample means, maximal utilities by numerical optimization on the sphere, levels as the loss of
+explicit networks.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize
+
+import agf_lib
+from agf_lib import dft, modular
+
+ODD_P = [5, 7, 11, 13]
+
+
+def random_template(p, seed):
+    """A centred template with generic (distinct) coefficient magnitudes."""
+    x = np.random.default_rng(seed).normal(size=p)
+    return x - x.mean()
+
+
+def sample_utility(theta, X, target):
+    """``E_n[⟨f(x_n; θ), y_n⟩]`` for one neuron ``θ = (u, v, w)`` by a plain sample mean."""
+    p = target.shape[1]
+    z = X @ theta[: 2 * p]
+    return float(np.mean(z**2 * (target @ theta[2 * p :])))
+
+
+def network_loss(theta, x):
+    X, Y = modular.dataset(x)
+    net = modular.QuadraticModularNetwork(x.size, theta.shape[0])
+    return agf_lib.loss(net, theta, X, Y)
+
+
+@pytest.mark.parametrize("p", [3, 5, 11])
+def test_dataset_holds_every_pair_of_shifts_and_their_sum(p):
+    x = random_template(p, 0)
+    X, Y = modular.dataset(x)
+    assert X.shape == (p * p, 2 * p) and Y.shape == (p * p, p)
+    for a in range(p):
+        for b in range(p):
+            row = a * p + b
+            np.testing.assert_array_equal(X[row, :p], [x[(j - a) % p] for j in range(p)])
+            np.testing.assert_array_equal(X[row, p:], [x[(j - b) % p] for j in range(p)])
+            np.testing.assert_array_equal(Y[row], [x[(j - a - b) % p] for j in range(p)])
+
+
+def test_closed_form_outputs_and_utility_gradients_match_autograd():
+    p, H = 7, 5
+    x = random_template(p, 1)
+    X, Y = (torch.as_tensor(a) for a in modular.dataset(x))
+    net = modular.QuadraticModularNetwork(p, H)
+    # the same network written as a generic square-activation network: w_i = (u_i, v_i), a_i = w_i
+    generic = agf_lib.FeedForwardNetwork(2 * p, H, p, activation="square")
+    theta = torch.as_tensor(np.random.default_rng(2).normal(size=(H, 3 * p)))
+    np.testing.assert_allclose(net.neuron_outputs(theta, X), generic.neuron_outputs(theta, X), rtol=1e-12)
+    np.testing.assert_allclose(net(theta, X), generic(theta, X), rtol=1e-12, atol=1e-12)
+    residual = Y - 0.1 * net(theta, X)
+    for mine, reference in zip(net.utility_gradient(theta, X, residual), generic.utility_gradient(theta, X, residual)):
+        np.testing.assert_allclose(mine, reference, rtol=1e-11, atol=1e-13)
+    assert net.kappa == 3 and net.num_params == 3 * p
+
+
+@pytest.mark.parametrize("p", ODD_P)
+def test_frequency_domain_utility_equals_the_sample_mean(p):
+    """Lemma F.2 (and, with frequencies removed from the target, the updated utility of Appendix F)."""
+    x = random_template(p, p)
+    X, Y = modular.dataset(x)
+    thetas = np.random.default_rng(p).normal(size=(4, 3 * p))
+    for theta in thetas:
+        np.testing.assert_allclose(modular.utility(theta, x), sample_utility(theta, X, Y), rtol=1e-10)
+    np.testing.assert_allclose(modular.utility(thetas, x), [sample_utility(t, X, Y) for t in thetas], rtol=1e-10)
+    xi = int(dft.dominant_frequencies(x)[0])
+    residual = Y - modular.dataset(modular.fourier_staircase(x).states[1] + 0.0)[1]
+    for theta in thetas:
+        np.testing.assert_allclose(modular.utility(theta, x, learned=[xi]), sample_utility(theta, X, residual),
+                                   rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("p", ODD_P)
+def test_maximizer_reaches_max_utility_and_a_numerical_search_on_the_sphere_finds_nothing_higher(p):
+    """Theorem F.3 to 1e-9 relative: the closed form, the explicit maximizer and a numerical optimum agree."""
+    x = random_template(p, 10 + p)
+    X, Y = modular.dataset(x)
+    best = modular.max_utility(x)
+    xi = int(dft.dominant_frequencies(x)[0])
+    np.testing.assert_allclose(best, math.sqrt(2 / (27 * p**3)) * abs(dft.dft(x)[xi]) ** 3, rtol=1e-14)
+    theta_star = modular.utility_maximizer(x, s_u=0.3, s_v=-1.1)
+    np.testing.assert_allclose(np.linalg.norm(theta_star), 1.0, rtol=1e-14)
+    np.testing.assert_allclose(sample_utility(theta_star, X, Y), best, rtol=1e-9)
+
+    def negative_utility(theta):
+        norm = np.linalg.norm(theta)
+        z = X @ theta[: 2 * p] / norm
+        s = Y @ theta[2 * p :] / norm
+        value = np.mean(z**2 * s)
+        grad = np.concatenate([2 * (z * s) @ X, (z**2) @ Y]) / X.shape[0]
+        return -value, -(grad - 3 * value * theta / norm) / norm
+
+    rng = np.random.default_rng(p)
+    found = max(-minimize(negative_utility, rng.normal(size=3 * p), jac=True, method="BFGS",
+                          options={"gtol": 1e-12, "maxiter": 5000}).fun for _ in range(12))
+    np.testing.assert_allclose(found, best, rtol=1e-9)
+
+
+@pytest.mark.parametrize("p", ODD_P)
+def test_levels_are_the_losses_of_six_harmonic_neurons_per_learned_frequency(p):
+    """The levels of Eq. 9, to 1e-9 relative, against the loss of explicit networks."""
+    x = random_template(p, 20 + p)
+    stair = modular.fourier_staircase(x)
+    np.testing.assert_array_equal(stair.order, dft.dominant_frequencies(x))
+    np.testing.assert_allclose(stair.losses[0], 0.5 * x @ x, rtol=1e-14)
+    for k in range(1, len(stair.order) + 1):
+        theta = np.concatenate([modular.harmonic_neurons(x, xi) for xi in stair.order[:k]])
+        level = network_loss(theta, x)
+        if k < len(stair.order):
+            np.testing.assert_allclose(level, stair.losses[k], rtol=1e-9)
+        else:
+            assert abs(level) < 1e-12 * stair.losses[0] and abs(stair.losses[k]) < 1e-12 * stair.losses[0]
+        # the learned template of level k: the network computes (a+b)·x_k
+        X, _ = modular.dataset(x)
+        net = modular.QuadraticModularNetwork(p, theta.shape[0])
+        np.testing.assert_allclose(net(torch.as_tensor(theta), torch.as_tensor(X)).numpy(),
+                                   modular.dataset(stair.states[k] + 0.0)[1], atol=1e-10)
+
+
+@pytest.mark.parametrize("N", [6, 9, 11, 12, 14])
+def test_harmonic_neurons_fit_the_harmonic_exactly_for_admissible_group_sizes(N):
+    x = random_template(11, 3)
+    xi = int(dft.dominant_frequencies(x)[1])
+    expected = 0.5 * x @ x - abs(dft.dft(x)[xi]) ** 2 / 11
+    np.testing.assert_allclose(network_loss(modular.harmonic_neurons(x, xi, N), x), expected, rtol=1e-10)
+
+
+def test_one_neuron_fits_at_most_one_ninth_of_a_harmonic():
+    """The best single neuron aligned with ξ lowers the loss by exactly (1/9)|x̂[ξ]|²/p."""
+    p = 11
+    x = dft.harmonic(p, 3, 1.0, 0.4)
+    X, Y = modular.dataset(x)
+    ell0 = 0.5 * x @ x
+
+    def loss(theta):
+        z = X @ theta[: 2 * p]
+        return 0.5 * np.mean(np.sum((Y - np.outer(z**2, theta[2 * p :])) ** 2, axis=1))
+
+    theta0 = modular.utility_maximizer(x)
+    best = min(minimize(loss, theta0 * s, method="BFGS", options={"gtol": 1e-12}).fun for s in (0.8, 1.0, 1.3))
+    np.testing.assert_allclose(ell0 - best, ell0 / 9, rtol=1e-8)
+
+
+def test_staircase_times_follow_the_norm_equations():
+    x = random_template(11, 5)
+    ustar = [modular.max_utility(x, modular.fourier_staircase(x).order[:k]) for k in range(5)]
+    limit = modular.fourier_staircase(x)
+    np.testing.assert_allclose(limit.times[1:], 1 / (3 * np.array(ustar)), rtol=1e-14)
+    assert limit.time_unit == "t·α"
+    assert modular.fourier_staircase(x, adaptive_rate=True).time_unit == "t/log(1/α)"
+    plain = modular.fourier_staircase(x, initial_norm=1e-3, eta=2.0)
+    np.testing.assert_allclose(plain.times[1:], (1e3 - 1) / (6 * np.array(ustar)), rtol=1e-12)
+    adaptive = modular.fourier_staircase(x, initial_norm=1e-100, adaptive_rate=True)
+    np.testing.assert_allclose(adaptive.times[1:], 100 * math.log(10) / (3 * np.array(ustar)), rtol=1e-12)
+
+
+def test_first_jump_bound_holds_for_gradient_flow():
+    """No neuron can reach norm one before (1/ν − 1)/(3Ū*) (κ = 3) from initial norms at most ν."""
+    p, H, alpha = 5, 6, 0.05
+    x = random_template(p, 7)
+    net = modular.QuadraticModularNetwork(p, H)
+    theta0 = net.initial_theta(alpha, seed=0)
+    nu = np.linalg.norm(theta0, axis=1).max()
+    bound = modular.fourier_staircase(x, initial_norm=nu).times[1]
+    run = agf_lib.gradient_flow(net, modular.dataset(x), theta0, 1.2 * bound, rtol=1e-8, record_params=True)
+    assert np.exp(run.log_norms.max()) < 1.0
+
+
+@pytest.mark.parametrize("m", [2, 5])
+def test_relabelling_residues_is_a_symmetry_of_loss_and_gradient(m):
+    """Relabelling j ↦ m·j maps the problem for x to the problem for relabel(x, m), neuron by neuron."""
+    p, H = 11, 4
+    x = random_template(p, 8)
+    x_new = dft.relabel(x, m)
+    net = modular.QuadraticModularNetwork(p, H)
+    theta = np.random.default_rng(m).normal(size=(H, 3 * p))
+    theta_new = dft.relabel(theta.reshape(H, 3, p), m).reshape(H, 3 * p)
+    np.testing.assert_allclose(network_loss(theta_new, x_new), network_loss(theta, x), rtol=1e-12)
+    for data, params in ((modular.dataset(x), theta), (modular.dataset(x_new), theta_new)):
+        X, Y = (torch.as_tensor(a) for a in data)
+        U, grad = net.utility_gradient(torch.as_tensor(params), X, Y)
+        if params is theta:
+            U0, grad0 = U, grad.numpy()
+    np.testing.assert_allclose(U, U0, rtol=1e-12)
+    np.testing.assert_allclose(grad.numpy(), dft.relabel(grad0.reshape(H, 3, p), m).reshape(H, 3 * p), atol=1e-12)
+
+
+def test_initial_theta_has_the_papers_scale_is_seeded_and_survives_tiny_alpha():
+    theta = modular.initial_theta(7, 4000, 0.1, seed=3)
+    assert theta.shape == (4000, 21)
+    np.testing.assert_allclose(np.mean(np.sum(theta**2, axis=1)), 0.01, rtol=0.03)
+    np.testing.assert_allclose(np.var(theta[:, :14]), 0.01 / 28, rtol=0.05)
+    np.testing.assert_allclose(np.var(theta[:, 14:]), 0.01 / 14, rtol=0.05)
+    np.testing.assert_array_equal(theta, modular.QuadraticModularNetwork(7, 4000).initial_theta(0.1, seed=3))
+    tiny = modular.initial_theta(7, 3, 1e-100)
+    assert np.all(np.isfinite(tiny)) and np.all(np.linalg.norm(tiny, axis=1) > 0)
+
+
+def test_output_power_of_exact_harmonics_equals_the_target_spectrum():
+    x = random_template(11, 9)
+    stair = modular.fourier_staircase(x)
+    theta = np.concatenate([modular.harmonic_neurons(x, xi) for xi in stair.order[:2]])
+    net = modular.QuadraticModularNetwork(11, theta.shape[0])
+    power = modular.output_power(net, theta, modular.dataset(x)[0])
+    expected = dft.power_spectrum(stair.states[2])
+    np.testing.assert_allclose(power, expected, atol=1e-10)
+    np.testing.assert_allclose(modular.output_power(net, theta[None].repeat(2, 0), modular.dataset(x)[0]),
+                               [expected, expected], atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda: modular.dataset(np.array([1.0, -1.0])), ValueError),
+        (lambda: modular.dataset(np.array([1.0, 2.0, 3.0])), ValueError),
+        (lambda: modular.dataset(np.zeros(5)), ValueError),
+        (lambda: modular.dataset("x"), TypeError),
+        (lambda: modular.dataset(np.array([1.0, np.inf, -1.0])), ValueError),
+        (lambda: modular.QuadraticModularNetwork(4, 3), ValueError),
+        (lambda: modular.QuadraticModularNetwork(5, 0), ValueError),
+        (lambda: modular.initial_theta(5, 3, -1.0), ValueError),
+        (lambda: modular.initial_theta(5, 3, "a"), TypeError),
+        (lambda: modular.max_utility(random_template(5, 0), learned=[5]), ValueError),
+        (lambda: modular.utility_maximizer(random_template(5, 0), xi=1.5), TypeError),
+        (lambda: modular.utility(np.ones(7), random_template(5, 0)), ValueError),
+        (lambda: modular.harmonic_neurons(random_template(5, 0), 1, N=7), ValueError),
+        (lambda: modular.fourier_staircase(random_template(5, 0), initial_norm=1.5), ValueError),
+        (lambda: modular.fourier_staircase(random_template(5, 0), eta=0), ValueError),
+        (lambda: modular.output_power(agf_lib.FeedForwardNetwork(10, 2, 5), np.ones((2, 15)), np.ones((1, 10))),
+         TypeError),
+    ],
+)
+def test_bad_inputs_raise_errors_naming_the_argument(call, error):
+    with pytest.raises(error):
+        call()
