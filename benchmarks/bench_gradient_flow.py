@@ -38,15 +38,15 @@ GD_SAMPLES = 20000  # GD's loss is recorded every ~T/GD_SAMPLES of GF time (abou
 
 
 class CountingDiagonalNetwork(diagonal.DiagonalLinearNetwork):
-    """The diagonal network, counting calls of ``utility_gradient``: one per RHS evaluation of
+    """The diagonal network, counting calls of ``chart_utility_gradient``: one per RHS evaluation of
     ``agf_lib.gradient_flow`` (its velocity field calls it exactly once). Overhead: one Python
     attribute increment per call, against a few hundred µs of torch work."""
 
     calls = 0
 
-    def utility_gradient(self, theta, X, residual):
+    def chart_utility_gradient(self, phi, X, residual):  # what the engines call, in the network's chart
         self.calls += 1
-        return super().utility_gradient(theta, X, residual)
+        return super().chart_utility_gradient(phi, X, residual)
 
 
 def main(argv=None):
