@@ -93,8 +93,8 @@ def unpack_data(network, data):
 
 
 def to_polar(theta, name="theta0"):
-    # theta in the network's chart coordinates (network.to_chart)
-    """Split parameters ``(H, P)`` into unit directions and log-norms (float64 tensors)."""
+    """Split parameters ``(H, P)`` (in the network's chart, ``network.to_chart(θ)``) into unit directions
+    and log-norms (float64 tensors)."""
     norms = torch.linalg.vector_norm(theta, dim=1)
     if bool((norms == 0).any()):
         raise ValueError(f"every neuron of {name} must be nonzero (its direction is undefined at the origin)")
