@@ -80,6 +80,12 @@ def check_max_jumps(max_jumps):
     return max_jumps
 
 
+def check_num_samples(num_samples):
+    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 2:
+        raise ValueError(f"num_samples must be an integer >= 2, got {num_samples!r}")
+    return num_samples
+
+
 def check_network(network):
     if not isinstance(network, TwoLayerNetwork):
         raise TypeError(f"network must be an agf_lib TwoLayerNetwork, got {type(network).__name__}")
@@ -219,8 +225,7 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     theta0 = network.check_theta(theta0, "theta0")
     t_end, eta = check_positive(t_end, "t_end"), check_positive(eta, "eta")
     check_solver(method)
-    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 2:
-        raise ValueError(f"num_samples must be an integer >= 2, got {num_samples!r}")
+    check_num_samples(num_samples)
     H = network.num_neurons
     dirs, logn = to_polar(network.to_chart(theta0))
     field = PolarField(network, X, y, dirs, eta=eta, adaptive_rate=adaptive_rate)

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from scipy.integrate import solve_ivp
 
-from .flow import check_positive, check_solver, sample_times
+from .flow import check_num_samples, check_positive, check_solver, sample_times
 from .network import FeedForwardNetwork
 from .results import Staircase, Trajectory
 
@@ -348,8 +348,7 @@ def gradient_flow(Sigma_xx, Sigma_yx, theta0, t_end, *, Sigma_yy=None, method="D
         raise ValueError(f"theta0 must have shape (H, d + c) = (H, {d + c}), got {theta0.shape}")
     t_end = check_positive(t_end, "t_end")
     check_solver(method)
-    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 2:
-        raise ValueError(f"num_samples must be an integer >= 2, got {num_samples!r}")
+    check_num_samples(num_samples)
     norm0 = float(np.linalg.norm(theta0))
     if norm0 == 0:
         raise ValueError("theta0 must be nonzero (the origin is a critical point)")
