@@ -17,6 +17,10 @@ homogeneous of degree κ = 3. In the frequency domain (DFT convention of :mod:`a
 * Section F.2 and the updated utility after it: enough neurons aligned with ``ξ`` fit the harmonic
   of ``y`` at ``±ξ`` exactly, lowering the loss by ``|x̂[ξ]|²/p``, and the utility of a new neuron
   is Lemma F.2 with the terms ``±ξ`` removed. Frequencies are learned in order of decreasing ``|x̂[ξ]|`` (Eq. 9).
+* Not in the paper: a group that has not yet cancelled its spurious modes pushes its neurons towards
+  ``3ξ mod p`` through the loss (not the utility). A frequency resonant in this way is learned a
+  fixed gradient-flow time after ``ξ``, not after a plateau of length ∝ log(1/α), and can overtake
+  larger coefficients at small α (chapter 06, "a resonant frequency").
 """
 
 from __future__ import annotations
@@ -250,6 +254,8 @@ def fourier_staircase(x, initial_norm=None, eta=1.0, adaptive_rate=False):
     ``η‖θ‖^{2−κ}`` (Appendix B.5), so
 
         τ^(k) = (1/ν − 1) / (3η Ū*_k)        or        τ^(k) = log(1/ν) / (3η Ū*_k).
+
+    Later times ignore resonances between frequencies (see the module docstring).
 
     Since no unit neuron has utility above ``Ū*_1`` (Theorem F.3), ``times[1]`` is a lower bound on
     the first jump of gradient flow and of AGF from neurons of norm at most ``ν``. Without

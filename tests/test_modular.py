@@ -179,6 +179,32 @@ def test_first_jump_bound_holds_for_gradient_flow():
     assert np.exp(run.log_norms.max()) < 1.0
 
 
+@pytest.mark.parametrize("p, xi", [(11, 5), (11, 2), (13, 3), (13, 6)])
+def test_loss_gradient_of_an_aligned_group_lives_at_xi_and_3xi_and_vanishes_for_a_complete_group(p, xi):
+    """The resonance of chapter 06: neurons aligned with ξ feel the loss only at ±ξ and ±3ξ (mod p), the
+    part at 3ξ is proportional to x̂[3ξ], and the six-neuron group, which cancels its spurious modes, is
+    a critical point of the loss."""
+    x = random_template(p, 3)
+    resonant = min(3 * xi % p, -3 * xi % p)
+    x_cut = np.fft.ifft(np.where(np.isin(np.arange(p), [resonant, p - resonant]), 0, np.fft.fft(x))).real
+    for template, coupled in ((x, True), (x_cut, False)):
+        X, Y = (torch.as_tensor(a) for a in modular.dataset(template))
+        group = modular.harmonic_neurons(template, xi)
+        for N in (1, 2, 3, 6):
+            net = modular.QuadraticModularNetwork(p, N)
+            theta = torch.as_tensor(group[:N])
+            grad = net.utility_gradient(theta, X, Y - net(theta, X))[1].numpy().reshape(N, 3, p)
+            power = dft.power_spectrum(grad).max((0, 1))
+            scale = dft.power_spectrum(group[:N].reshape(N, 3, p)).max()
+            assert np.delete(power, [xi, resonant]).max() < 1e-24 * scale
+            if N == 6:
+                assert power.max() < 1e-24 * scale
+            elif coupled:
+                assert power[resonant] > 1e-8 * scale and power[xi] > 1e-8 * scale
+            else:
+                assert power[resonant] < 1e-24 * scale
+
+
 @pytest.mark.parametrize("m", [2, 5])
 def test_relabelling_residues_is_a_symmetry_of_loss_and_gradient(m):
     """Relabelling j ↦ m·j maps the problem for x to the problem for relabel(x, m), neuron by neuron."""
