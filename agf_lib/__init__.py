@@ -4,7 +4,7 @@ The public names of the AGF book (see DESIGN.md): the result types, the network 
 two engines, and one module per setting (``agf_lib.diagonal``, ...).
 """
 
-from . import dft, diagonal, linear, modular, plotting
+from . import attention, dft, diagonal, linear, modular, plotting
 from .agf import alternating_gradient_flow
 from .flow import gradient_descent, gradient_flow
 from .network import FeedForwardNetwork, TwoLayerNetwork, loss, utility
@@ -21,6 +21,7 @@ __all__ = [
     "gradient_flow",
     "gradient_descent",
     "alternating_gradient_flow",
+    "attention",
     "dft",
     "diagonal",
     "modular",

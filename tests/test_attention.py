@@ -1,0 +1,645 @@
+"""Specifications of `agf_lib.attention`: in-context linear regression with linear attention heads
+(paper Section 5 and Appendix E).
+
+The library's formulas are checked against computations that do not share them:
+
+* the population moments against the ``d² + 1`` rows of :func:`population_data` (exactly) and against
+  Monte Carlo prompts from :func:`sample_prompts` (within 4 standard errors, with a power check that
+  the usual off-by-one mistakes would be caught);
+* the closed-form outputs and utility gradients of :class:`LinearAttentionNetwork` against explicit
+  sums and torch autograd; homogeneity of degree κ = 3 and Euler's identity;
+* the loss of the network on the population data against :func:`population_loss`, whose gradient is
+  checked by finite differences;
+* :func:`optimal_map` and the levels and states of :func:`pcr_staircase` (principal component
+  regression, the paper's Eq. 7) against stationarity conditions and an independent linear solve;
+  its jump times against the κ = 3 escape times;
+* the maximal utility ``N λ_{k+1}²/(3√3)`` after ``k`` learned components against numerical
+  maximization on the unit sphere;
+* the decoupling of heads aligned with different eigenvectors (the idea of Lemma E.2);
+* the numerical AGF engine on the population data against the PCR staircase;
+* input validation: every bad argument raises a ValueError or TypeError naming it.
+
+All computations are float64 with fixed seeds. ``Σ`` is a random rotation of distinct eigenvalues
+``λ_k ≈ 3·0.55^k`` (jittered by at most e^{±0.1}), so consecutive eigenvalues differ by a factor
+of at least 1.5 and the principal directions are generic, not coordinate axes.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize
+
+import agf_lib
+from agf_lib import attention
+from agf_lib.attention import LinearAttentionNetwork
+from agf_lib.network import TwoLayerNetwork
+
+ROOT27 = 3.0 * math.sqrt(3.0)  # the maximum of V·KᵀQ-type cubic forms on the unit sphere is 1/(3√3)
+
+
+def orthogonal(rng, n):
+    Q, R = np.linalg.qr(rng.normal(size=(n, n)))
+    return Q * np.sign(np.diag(R))
+
+
+def random_covariance(seed, d):
+    """``(Σ, λ, v)``: a generic SPD ``Σ = v diag(λ) vᵀ``, eigenvalues decreasing and well separated."""
+    rng = np.random.default_rng(seed)
+    lam = 3.0 * 0.55 ** np.arange(d) * np.exp(rng.uniform(-0.1, 0.1, d))
+    v = orthogonal(rng, d)
+    return v @ np.diag(lam) @ v.T, lam, v
+
+
+def gradient_of_population_loss(M, Sigma, N):
+    """``∇L(M) = −NΣ² + E[S²] M Σ``, written from the module docstring's moments."""
+    S2 = N * (N + 1) * Sigma @ Sigma + N * np.trace(Sigma) * Sigma
+    return -N * Sigma @ Sigma + S2 @ M @ Sigma
+
+
+def heads_for_map(lam, v, Sigma, N, k):
+    """Heads ``(V, K, Q) = (1, v_l/(tr Σ + (N+1)λ_l), v_l)`` for ``l ≤ k``: their map is PCR's ``M_k``."""
+    trace = np.trace(Sigma)
+    return np.array([np.concatenate([[1.0], v[:, l] / (trace + (N + 1) * lam[l]), v[:, l]]) for l in range(k)])
+
+
+def utility_and_gradient(network, theta, X, residual):
+    U, grad = network.utility_gradient(torch.as_tensor(theta), torch.as_tensor(X), torch.as_tensor(residual))
+    return U.numpy(), grad.numpy()
+
+
+CASES = [(0, 2, 3), (1, 3, 10), (2, 4, 5), (3, 3, 20)]  # (seed, d, N)
+CASE_IDS = [f"seed{s}-d{d}-N{N}" for s, d, N in CASES]
+
+
+# ---------------------------------------------------------------------------------------------
+# Moments and data
+
+
+@pytest.mark.parametrize("seed,d,N", CASES, ids=CASE_IDS)
+def test_population_data_reproduces_the_population_moments(seed, d, N):
+    Sigma, _, _ = random_covariance(seed, d)
+    X, y = attention.population_data(Sigma, N)
+    assert X.shape == (d * d + 1, d * d) and y.shape == (d * d + 1, 1)
+    Eyy, EyPhi, EPhiPhi = attention.population_moments(Sigma, N)
+    n = X.shape[0]
+    # a symmetric square root of the positive definite joint moment matrix: rounding is a few ulps times its
+    # condition number (≤ 1.2e4 here; observed errors ≤ 2e-14), so 1e-10 leaves a wide margin
+    np.testing.assert_allclose(X.T @ X / n, EPhiPhi, rtol=1e-10, atol=1e-10 * np.abs(EPhiPhi).max())
+    np.testing.assert_allclose((X.T @ y / n).reshape(d, d), EyPhi, rtol=1e-10, atol=1e-10 * np.abs(EyPhi).max())
+    np.testing.assert_allclose(float((y.T @ y)[0, 0]) / n, Eyy, rtol=1e-10)
+
+
+@pytest.mark.parametrize("seed,d,N", CASES, ids=CASE_IDS)
+def test_population_moments_are_the_closed_forms(seed, d, N):
+    """E[y²] = tr Σ, E[yΦ] = NΣ², E[Φ_ij Φ_kl] = E[S²]_ik Σ_jl with E[S²] = N(N+1)Σ² + N tr(Σ) Σ (row-major vec)."""
+    Sigma, _, _ = random_covariance(seed, d)
+    Eyy, EyPhi, EPhiPhi = attention.population_moments(Sigma, N)
+    S2 = N * (N + 1) * Sigma @ Sigma + N * np.trace(Sigma) * Sigma
+    np.testing.assert_allclose(Eyy, np.trace(Sigma), rtol=1e-15)
+    np.testing.assert_allclose(EyPhi, N * Sigma @ Sigma, rtol=1e-14)
+    assert EPhiPhi.shape == (d * d, d * d)
+    for i, j, k, l in np.ndindex(d, d, d, d):
+        assert math.isclose(EPhiPhi[i * d + j, k * d + l], S2[i, k] * Sigma[j, l], rel_tol=1e-14, abs_tol=1e-14)
+
+
+@pytest.mark.parametrize("seed,d,N", CASES, ids=CASE_IDS)
+def test_loss_on_population_data_is_the_population_loss(seed, d, N):
+    Sigma, _, _ = random_covariance(seed, d)
+    X, y = attention.population_data(Sigma, N)
+    H = 3
+    net = LinearAttentionNetwork(d, H)
+    rng = np.random.default_rng(seed)
+    scale = 1.0 / (np.trace(Sigma) + (N + 1) * np.linalg.eigvalsh(Sigma)[-1])  # the size of M*'s entries
+    for _ in range(3):
+        theta = rng.normal(size=(H, 1 + 2 * d)) * scale ** (1 / 3)
+        M = net.product(theta)
+        # the same second moments to 1e-10 (previous test) give the same quadratic to about 1e-10
+        np.testing.assert_allclose(agf_lib.loss(net, theta, X, y), attention.population_loss(M, Sigma, N), rtol=1e-10)
+    np.testing.assert_allclose(agf_lib.loss(net, np.zeros((H, 1 + 2 * d)), X, y), 0.5 * np.trace(Sigma), rtol=1e-10)
+
+
+@pytest.mark.parametrize("d,N", [(2, 5), (3, 4)])
+def test_monte_carlo_prompts_agree_with_the_population_formulas(d, N):
+    """Sample means of 200k prompts within 4 standard errors of the population values.
+
+    Why 4: at most 24 sample means are compared in one case. If each is normal (CLT), P(|z| > 4) =
+    6.3e-5, so a randomly chosen seed fails with probability below 1.5e-3; the seed is
+    fixed, so the test is deterministic and the bound was not tuned to it. The same threshold still
+    rejects the plausible mistakes ``E[yΦ] = (N+1)Σ²`` and ``E[S²] = N²Σ² + N tr(Σ) Σ`` (checked below:
+    they sit at more than 10 standard errors).
+    """
+    Sigma, _, _ = random_covariance(7 + d, d)
+    X, y = attention.sample_prompts(Sigma, N, 200_000, seed=3)
+    assert X.shape == (200_000, d * d) and y.shape == (200_000, 1)
+    Eyy, EyPhi, EPhiPhi = attention.population_moments(Sigma, N)
+
+    def z_scores(samples, expected):
+        mean = samples.mean(axis=0)
+        standard_error = samples.std(axis=0, ddof=1) / math.sqrt(samples.shape[0])
+        return (mean - expected) / standard_error
+
+    y = y[:, 0]
+    assert abs(z_scores(y**2, Eyy)) < 4
+    assert np.all(np.abs(z_scores(y[:, None] * X, EyPhi.ravel())) < 4)
+    rng = np.random.default_rng(d)
+    M_star = attention.optimal_map(Sigma, N)
+    for M in [np.zeros((d, d)), M_star, M_star + 0.3 * np.abs(M_star).max() * rng.normal(size=(d, d))]:
+        losses = 0.5 * (y - X @ M.ravel()) ** 2
+        assert abs(z_scores(losses, attention.population_loss(M, Sigma, N))) < 4
+    if d == 2:  # all 16 fourth-order moments (for d = 3, 81 heavy-tailed ones would need a looser bound)
+        products = (X[:, :, None] * X[:, None, :]).reshape(X.shape[0], -1)
+        assert np.all(np.abs(z_scores(products, EPhiPhi.ravel())) < 4)
+        wrong_S2 = N * N * Sigma @ Sigma + N * np.trace(Sigma) * Sigma
+        assert np.abs(z_scores(products, np.kron(wrong_S2, Sigma).ravel())).max() > 10
+    assert np.abs(z_scores(y[:, None] * X, (N + 1) * (Sigma @ Sigma).ravel())).max() > 10
+
+
+def test_sample_prompts_are_seeded_and_every_phi_has_rank_one():
+    Sigma, _, _ = random_covariance(0, 3)
+    X, y = attention.sample_prompts(Sigma, 4, 50, seed=5)
+    X2, y2 = attention.sample_prompts(Sigma, 4, 50, seed=5)
+    np.testing.assert_array_equal(X, X2)
+    np.testing.assert_array_equal(y, y2)
+    assert not np.array_equal(X, attention.sample_prompts(Sigma, 4, 50, seed=6)[0])
+    singular_values = np.linalg.svd(X.reshape(50, 3, 3), compute_uv=False)
+    assert np.all(singular_values[:, 1:] <= 1e-12 * singular_values[:, :1])  # Φ = (Sβ) x_qᵀ
+
+
+# ---------------------------------------------------------------------------------------------
+# The network
+
+
+def test_outputs_are_the_bilinear_forms_and_depend_on_theta_only_through_M():
+    d, H, N = 3, 4, 6
+    Sigma, _, _ = random_covariance(4, d)
+    X, _ = attention.sample_prompts(Sigma, N, 40, seed=1)
+    net = LinearAttentionNetwork(d, H)
+    theta = np.random.default_rng(0).normal(size=(H, 1 + 2 * d))
+    outputs = net.neuron_outputs(torch.as_tensor(theta), torch.as_tensor(X)).numpy()
+    assert outputs.shape == (H, 40, 1) and net.kappa == 3 and net.num_params == 1 + 2 * d
+    assert (net.input_dim, net.output_dim, net.num_neurons) == (d * d, 1, H)
+    for h in range(H):
+        V, K, Q = theta[h, 0], theta[h, 1 : 1 + d], theta[h, 1 + d :]
+        explicit = [V * K @ X[n].reshape(d, d) @ Q for n in range(40)]
+        np.testing.assert_allclose(outputs[h, :, 0], explicit, rtol=1e-12, atol=1e-12 * np.abs(explicit).max())
+    M = sum(theta[h, 0] * np.outer(theta[h, 1 : 1 + d], theta[h, 1 + d :]) for h in range(H))
+    np.testing.assert_allclose(net.product(theta), M, rtol=1e-14, atol=1e-15 * np.abs(M).max())
+    total = net(torch.as_tensor(theta), torch.as_tensor(X)).numpy()[:, 0]
+    np.testing.assert_allclose(total, X @ M.ravel(), rtol=1e-12, atol=1e-12 * np.abs(total).max())
+    # a stack of snapshots gives a stack of maps
+    stack = np.stack([theta, 2 * theta])
+    np.testing.assert_allclose(net.product(stack), [M, 8 * M], rtol=1e-14, atol=1e-14 * np.abs(M).max())
+    np.testing.assert_allclose(net.product(torch.as_tensor(theta)), M, rtol=1e-14, atol=1e-15 * np.abs(M).max())
+
+
+@pytest.mark.parametrize("data", ["prompts", "population"])
+def test_closed_form_utility_gradient_matches_autograd(data):
+    d, H, N = 3, 5, 7
+    Sigma, _, _ = random_covariance(5, d)
+    if data == "prompts":
+        X, y = attention.sample_prompts(Sigma, N, 64, seed=2)
+    else:
+        X, y = attention.population_data(Sigma, N)
+    net = LinearAttentionNetwork(d, H)
+    rng = np.random.default_rng(1)
+    theta = torch.as_tensor(rng.normal(size=(H, 1 + 2 * d)))
+    X, y = torch.as_tensor(X), torch.as_tensor(y)
+    residual = y - 0.01 * net(theta, X) + torch.as_tensor(rng.normal(size=tuple(y.shape)))
+    U, grad = net.utility_gradient(theta, X, residual)
+    U_ref, grad_ref = TwoLayerNetwork.utility_gradient(net, theta, X, residual)
+    assert U.shape == (H,) and grad.shape == (H, 1 + 2 * d)
+    # the same sums in another order: rounding of a few ulps of the largest term
+    np.testing.assert_allclose(U, U_ref, rtol=1e-12, atol=1e-12 * float(U_ref.abs().max()))
+    np.testing.assert_allclose(grad, grad_ref, rtol=1e-12, atol=1e-12 * float(grad_ref.abs().max()))
+    np.testing.assert_allclose(U, agf_lib.utility(net, theta, X, residual), rtol=1e-12,
+                               atol=1e-12 * float(U_ref.abs().max()))
+
+
+def test_heads_are_homogeneous_of_degree_three_and_satisfy_euler_identity():
+    d, H, N = 3, 4, 5
+    Sigma, _, _ = random_covariance(6, d)
+    X, y = (torch.as_tensor(a) for a in attention.population_data(Sigma, N))
+    net = LinearAttentionNetwork(d, H)
+    theta = torch.as_tensor(np.random.default_rng(3).normal(size=(H, 1 + 2 * d)))
+    outputs = net.neuron_outputs(theta, X)
+    scales = torch.tensor([0.1, 0.7, 1.0, 2.5], dtype=torch.float64)
+    scaled = net.neuron_outputs(theta * scales[:, None], X)
+    np.testing.assert_allclose(scaled, outputs * scales[:, None, None] ** 3, rtol=1e-12,
+                               atol=1e-12 * float(scaled.abs().max()))
+    residual = y - 0.5 * net(theta, X)
+    U, grad = net.utility_gradient(theta, X, residual)
+    np.testing.assert_allclose((theta * grad).sum(1), 3 * U, rtol=1e-12, atol=1e-12 * float(U.abs().max()))
+
+
+@pytest.mark.parametrize("alpha", [1e-6, 0.3])
+def test_initial_theta_is_seeded_with_mean_squared_norm_alpha_squared(alpha):
+    d, H = 3, 20_000
+    theta = attention.initial_theta(d, H, alpha, seed=4)
+    assert theta.shape == (H, 1 + 2 * d)
+    np.testing.assert_array_equal(theta, LinearAttentionNetwork(d, H).initial_theta(alpha, seed=4))
+    np.testing.assert_array_equal(theta, attention.initial_theta(d, H, alpha, seed=4))
+    assert not np.array_equal(theta, attention.initial_theta(d, H, alpha, seed=5))
+    # ‖θ_h‖²/α² is χ²_7/7: mean 1, standard deviation √(2/7); 4 standard errors of the mean of 20 000
+    squared = (theta**2).sum(1) / alpha**2
+    assert abs(squared.mean() - 1) < 4 * math.sqrt(2 / 7) / math.sqrt(H)
+    # the sample standard deviation of 20 000 normal draws has relative standard error 1/√(2H)
+    np.testing.assert_allclose(theta.std(axis=0), alpha / math.sqrt(7), rtol=4 / math.sqrt(2 * H))
+
+
+# ---------------------------------------------------------------------------------------------
+# The population loss, its minimizer and the PCR staircase
+
+
+@pytest.mark.parametrize("seed,d,N", CASES, ids=CASE_IDS)
+def test_population_loss_gradient_matches_central_differences(seed, d, N):
+    Sigma, _, _ = random_covariance(seed, d)
+    rng = np.random.default_rng(seed)
+    M = 0.1 * rng.normal(size=(d, d))
+    G = gradient_of_population_loss(M, Sigma, N)
+    h = 1e-3
+    fd = np.zeros((d, d))
+    for i, j in np.ndindex(d, d):
+        E = np.zeros((d, d))
+        E[i, j] = h
+        fd[i, j] = (attention.population_loss(M + E, Sigma, N) - attention.population_loss(M - E, Sigma, N)) / (2 * h)
+    # central differences are exact for a quadratic: only rounding remains, ≈ 1e-16·|terms of L|/h ≲ 1e-10
+    np.testing.assert_allclose(fd, G, rtol=0, atol=1e-8 * np.abs(G).max())
+    # and the quadratic form: L(M) = L(0) + ⟨∇L(0), M⟩ + ½⟨M, (∇L(M) − ∇L(0))⟩
+    G0 = gradient_of_population_loss(np.zeros((d, d)), Sigma, N)
+    np.testing.assert_allclose(attention.population_loss(M, Sigma, N),
+                               0.5 * np.trace(Sigma) + np.sum(G0 * M) + 0.5 * np.sum(M * (G - G0)), rtol=1e-12)
+    stack = np.stack([M, 2 * M, np.zeros((d, d))])
+    np.testing.assert_allclose(attention.population_loss(stack, Sigma, N),
+                               [attention.population_loss(m, Sigma, N) for m in stack], rtol=1e-14)
+
+
+@pytest.mark.parametrize("seed,d,N", CASES, ids=CASE_IDS)
+def test_optimal_map_is_the_stationary_point_and_the_last_pcr_level(seed, d, N):
+    Sigma, _, _ = random_covariance(seed, d)
+    M_star = attention.optimal_map(Sigma, N)
+    scale = N * np.abs(Sigma @ Sigma).max()
+    np.testing.assert_allclose(gradient_of_population_loss(M_star, Sigma, N), 0, atol=1e-12 * scale)
+    # an independent solve of the normal equations E[ΦΦᵀ] vec M = E[yΦ]
+    _, EyPhi, EPhiPhi = attention.population_moments(Sigma, N)
+    np.testing.assert_allclose(M_star, np.linalg.solve(EPhiPhi, EyPhi.ravel()).reshape(d, d), rtol=1e-10,
+                               atol=1e-12 * np.abs(M_star).max())
+    stair = attention.pcr_staircase(Sigma, N)
+    np.testing.assert_allclose(attention.population_loss(M_star, Sigma, N), stair.losses[-1], rtol=1e-12)
+    np.testing.assert_allclose(stair.states[-1], M_star, rtol=1e-12, atol=1e-13 * np.abs(M_star).max())
+    # it is a minimum: the loss is strictly convex (E[ΦΦᵀ] = E[S²] ⊗ Σ is positive definite)
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        assert attention.population_loss(M_star + 1e-3 * rng.normal(size=(d, d)), Sigma, N) > stair.losses[-1]
+
+
+@pytest.mark.parametrize("seed,d,N", CASES, ids=CASE_IDS)
+def test_pcr_levels_are_losses_of_the_restricted_minimizers(seed, d, N):
+    Sigma, lam, v = random_covariance(seed, d)
+    trace = np.trace(Sigma)
+    stair = attention.pcr_staircase(Sigma, N)
+    assert stair.num_jumps == d and stair.order == list(range(d)) and len(stair.states) == d + 1
+    assert np.all(np.diff(stair.losses) < 0)
+    np.testing.assert_allclose(stair.losses[0], 0.5 * trace, rtol=1e-15)
+    scale = N * lam[0] ** 2
+    for k in range(d + 1):
+        M_k = stair.states[k]
+        np.testing.assert_allclose(attention.population_loss(M_k, Sigma, N), stair.losses[k], rtol=1e-12)
+        expected = 0.5 * (trace - sum(N * lam[l] ** 2 / (trace + (N + 1) * lam[l]) for l in range(k)))
+        np.testing.assert_allclose(stair.losses[k], expected, rtol=1e-12)
+        explicit = sum((np.outer(v[:, l], v[:, l]) / (trace + (N + 1) * lam[l]) for l in range(k)), np.zeros((d, d)))
+        np.testing.assert_allclose(M_k, explicit, rtol=1e-12, atol=1e-13 * np.abs(explicit).max(initial=1.0))
+        # stationary over every map within the top-k eigenspace (so over Σ_{l≤k} a_l v_l v_lᵀ in particular);
+        # the gradient left is exactly −N Σ_{l>k} λ_l² v_l v_lᵀ
+        G = gradient_of_population_loss(M_k, Sigma, N)
+        top = v[:, :k]
+        np.testing.assert_allclose(top.T @ G @ top, 0, atol=1e-12 * scale)
+        for l in range(k):
+            assert abs(v[:, l] @ G @ v[:, l]) < 1e-12 * scale
+        np.testing.assert_allclose(G, -N * v[:, k:] @ np.diag(lam[k:] ** 2) @ v[:, k:].T, rtol=0, atol=1e-12 * scale)
+
+
+@pytest.mark.parametrize("adaptive_rate", [False, True])
+def test_pcr_jump_times_are_the_escape_times_of_aligned_heads(adaptive_rate):
+    d, N = 4, 8
+    Sigma, lam, _ = random_covariance(11, d)
+    max_utility = N * lam**2 / ROOT27                      # Ū*_k = N λ_k²/(3√3)
+    for nu, eta in [(1e-4, 1.0), (0.2, 0.5)]:
+        stair = attention.pcr_staircase(Sigma, N, initial_norm=nu, eta=eta, adaptive_rate=adaptive_rate)
+        cost = math.log(1 / nu) if adaptive_rate else 1 / nu - 1   # ∫ 3ηŪ dt needed to go from ν to 1 (κ = 3)
+        np.testing.assert_allclose(stair.times[1:], cost / (3 * eta * max_utility), rtol=1e-13)
+        assert stair.times[0] == 0 and stair.time_unit == "t"
+        assert np.all(np.diff(stair.times) > 0)
+    limit = attention.pcr_staircase(Sigma, N, adaptive_rate=adaptive_rate)
+    np.testing.assert_allclose(limit.times[1:], 1 / (3 * max_utility), rtol=1e-13)
+    assert limit.time_unit == ("t/log(1/α)" if adaptive_rate else "t·α")
+    # the rescaled times are the ν → 0 limits of t·ν or t/log(1/ν)
+    nu = 1e-9
+    finite = attention.pcr_staircase(Sigma, N, initial_norm=nu, adaptive_rate=adaptive_rate).times
+    rescaled = finite / math.log(1 / nu) if adaptive_rate else finite * nu
+    np.testing.assert_allclose(rescaled, limit.times, rtol=2 * nu)
+    np.testing.assert_allclose(limit.losses, stair.losses, rtol=0)
+
+
+def test_pcr_staircase_accepts_a_torch_covariance_and_numpy_integers():
+    Sigma, _, _ = random_covariance(2, 3)
+    a = attention.pcr_staircase(torch.as_tensor(Sigma), np.int64(6))
+    b = attention.pcr_staircase(Sigma, 6)
+    np.testing.assert_array_equal(a.losses, b.losses)
+    np.testing.assert_array_equal(a.times, b.times)
+
+
+# ---------------------------------------------------------------------------------------------
+# Utilities: AGF's α → 0 picture
+
+
+def maximize_on_sphere(net, X, residual, num_starts, seed):
+    """The largest utility found by BFGS on ``−U(φ/‖φ‖)`` from ``num_starts`` random starts, and all of them."""
+    P = net.num_params
+
+    def negative_utility(phi):
+        norm = np.linalg.norm(phi)
+        U, grad = utility_and_gradient(net, (phi / norm)[None], X, residual)
+        U, grad = float(U[0]), grad[0]
+        # U is homogeneous of degree 3: ∇_φ U(φ/‖φ‖) = (∇U − 3U θ)/‖φ‖ at θ = φ/‖φ‖
+        return -U, -(grad - 3 * U * phi / norm) / norm
+
+    rng = np.random.default_rng(seed)
+    found = [-minimize(negative_utility, rng.normal(size=P), jac=True, method="BFGS",
+                       options={"gtol": 1e-13, "maxiter": 5000}).fun for _ in range(num_starts)]
+    return max(found), found
+
+
+@pytest.mark.parametrize("seed,d,N", CASES[:3], ids=CASE_IDS[:3])
+def test_max_utility_after_k_components_is_N_lambda_squared_over_three_root_three(seed, d, N):
+    Sigma, lam, v = random_covariance(seed, d)
+    X, y = attention.population_data(Sigma, N)
+    stair = attention.pcr_staircase(Sigma, N)
+    one = LinearAttentionNetwork(d, 1)
+    for k in range(d + 1):
+        if k:
+            heads = heads_for_map(lam, v, Sigma, N, k)
+            net_k = LinearAttentionNetwork(d, k)
+            np.testing.assert_allclose(net_k.product(heads), stair.states[k], rtol=1e-12,
+                                       atol=1e-14 * np.abs(stair.states[k]).max())
+            residual = y - net_k(torch.as_tensor(heads), torch.as_tensor(X)).numpy()
+        else:
+            residual = y
+        if k == d:  # everything learned: no head has any utility left
+            theta = np.random.default_rng(0).normal(size=(5, 1 + 2 * d))
+            theta /= np.linalg.norm(theta, axis=1, keepdims=True)
+            U, _ = utility_and_gradient(LinearAttentionNetwork(d, 5), theta, X, residual)
+            assert np.all(np.abs(U) < 1e-10 * N * lam[0] ** 2)
+            continue
+        best = N * lam[k] ** 2 / ROOT27
+        # the explicit maximizer V = 1/√3, K = Q = v_{k+1}/√3 reaches it
+        maximizer = np.concatenate([[1.0], v[:, k], v[:, k]])[None] / math.sqrt(3)
+        np.testing.assert_allclose(utility_and_gradient(one, maximizer, X, residual)[0], best, rtol=1e-10)
+        # and no point of the sphere does better
+        found, every = maximize_on_sphere(one, X, residual, num_starts=4, seed=seed + k)
+        np.testing.assert_allclose(found, best, rtol=1e-8)
+        assert max(every) <= best * (1 + 1e-10)
+
+
+def test_initial_utility_is_N_V_K_sigma_squared_Q():
+    d, N = 3, 9
+    Sigma, _, _ = random_covariance(12, d)
+    X, y = attention.population_data(Sigma, N)
+    theta = np.random.default_rng(0).normal(size=(4, 1 + 2 * d))
+    U, _ = utility_and_gradient(LinearAttentionNetwork(d, 4), theta, X, y)
+    expected = [t[0] * N * t[1 : 1 + d] @ Sigma @ Sigma @ t[1 + d :] for t in theta]
+    np.testing.assert_allclose(U, expected, rtol=1e-10, atol=1e-12 * np.abs(expected).max())
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoupling of heads on different eigenvectors (Lemma E.2)
+
+
+@pytest.mark.parametrize("seed,d,N", [(0, 3, 6), (1, 4, 12)])
+def test_heads_on_different_eigenvectors_decouple(seed, d, N):
+    Sigma, lam, v = random_covariance(seed, d)
+    X, y = attention.population_data(Sigma, N)
+    rng = np.random.default_rng(seed)
+    H = d
+    scales = rng.uniform(0.2, 0.6, size=(H, 3)) * rng.choice([-1.0, 1.0], size=(H, 3))
+    theta = np.array([np.concatenate([[s[0]], s[1] * v[:, h], s[2] * v[:, h]]) for h, s in enumerate(scales)])
+    net, one = LinearAttentionNetwork(d, H), LinearAttentionNetwork(d, 1)
+    L0 = 0.5 * np.trace(Sigma)
+    singles = [agf_lib.loss(one, theta[h : h + 1], X, y) for h in range(H)]
+    # on the population data (moments to ~1e-12, test above) and with the exact formula
+    np.testing.assert_allclose(agf_lib.loss(net, theta, X, y) - L0, sum(s - L0 for s in singles), rtol=1e-10)
+    exact = [attention.population_loss(one.product(theta[h : h + 1]), Sigma, N) for h in range(H)]
+    np.testing.assert_allclose(attention.population_loss(net.product(theta), Sigma, N) - L0,
+                               sum(s - L0 for s in exact), rtol=1e-12)
+    # and each head's loss gradient −∇U_h(θ_h; r) is the one it has alone: gradient flow decouples
+    Xt, yt, tt = torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(theta)
+    _, together = net.utility_gradient(tt, Xt, yt - net(tt, Xt))
+    for h in range(H):
+        _, alone = one.utility_gradient(tt[h : h + 1], Xt, yt - one(tt[h : h + 1], Xt))
+        np.testing.assert_allclose(together[h], alone[0], rtol=1e-9, atol=1e-10 * float(together.abs().max()))
+    # a control: two heads on the same eigenvector do interact (the cross term is
+    # (K_0ᵀ E[S²] K_1)(Q_1ᵀ Σ Q_0), which vanishes as soon as the keys or the queries are on different v's)
+    mixed = theta.copy()
+    mixed[1, 1:] = np.concatenate([scales[1, 1] * v[:, 0], scales[1, 2] * v[:, 0]])
+    cross = (attention.population_loss(net.product(mixed), Sigma, N) - L0
+             - sum(attention.population_loss(one.product(mixed[h : h + 1]), Sigma, N) - L0 for h in range(H)))
+    assert abs(cross) > 1e-3 * abs(L0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The AGF engine on the population data
+
+
+AGF_D, AGF_N = 3, 10
+
+
+@pytest.fixture(scope="module")
+def agf_problem():
+    Sigma, lam, v = random_covariance(0, AGF_D)
+    X, y = attention.population_data(Sigma, AGF_N)
+    return Sigma, lam, v, X, y
+
+
+def active_map(staircase, k, d):
+    members = list(staircase.active[k])
+    return LinearAttentionNetwork(d, len(members)).product(staircase.states[k][members])
+
+
+def cosine(a, b):
+    return abs(a @ b) / (np.linalg.norm(a) * np.linalg.norm(b))
+
+
+# The runs stop after d jumps: PCR has d of them. Left to run on, the engine later activates the spare
+# head on the residual left by the cost phase (~1e-9 of the initial gradient) with no loss drop at all
+# (t ≈ 9.4e7 with the adaptive rate); that jump is an artefact of the stopping rule, not of PCR.
+
+
+def test_agf_with_adaptive_rate_reaches_the_pcr_levels_and_maps(agf_problem):
+    Sigma, lam, v, X, y = agf_problem
+    net = LinearAttentionNetwork(AGF_D, 4)
+    theta0 = net.initial_theta(1e-6, seed=0)
+    stair = agf_lib.alternating_gradient_flow(net, (X, y), theta0, adaptive_rate=True, max_jumps=AGF_D)
+    pcr = attention.pcr_staircase(Sigma, AGF_N, initial_norm=np.linalg.norm(theta0, axis=1).max(),
+                                  adaptive_rate=True)
+    assert stair.num_jumps == AGF_D and len(set(stair.order)) == AGF_D and stair.deactivated == [()] * AGF_D
+    # levels: the cost phase converges to a minimum, where the loss error is second order in the map error
+    np.testing.assert_allclose(stair.losses, pcr.losses, rtol=1e-8)
+    for k in range(1, AGF_D + 1):
+        # the cost phase stops when gradients have fallen by cost_tol = 1e-9, leaving the map off by that
+        # gradient over the loss's smallest curvature (observed ≤ 2.1e-7 relative); 1e-5 still separates
+        # PCR's map from any other candidate (e.g. M_k with a component missing differs by O(1))
+        np.testing.assert_allclose(active_map(stair, k, AGF_D), pcr.states[k], rtol=0,
+                                   atol=1e-5 * np.abs(pcr.states[k]).max())
+    # the first head to activate has found v_1
+    first = stair.states[1][stair.order[0]]
+    assert cosine(first[1 : 1 + AGF_D], v[:, 0]) > 0.999 and cosine(first[1 + AGF_D :], v[:, 0]) > 0.999
+    # the first jump cannot come before a head of the largest initial norm aligned with v_1 from the start
+    assert stair.times[1] >= pcr.times[1]
+    # NB: with the adaptive rate the later heads are NOT individually aligned with v_2, v_3 (|cos| ≈ 0.816
+    # and 0.99, nearly the same for α = 1e-6 and 1e-12): dormant heads keep O(1) norms (their log-norms differ
+    # by O(1), not O(log 1/α)), activate before they finish turning, and the rank-k cost minimum does not
+    # fix how M_k splits into heads. The map of the active heads is PCR's (checked above).
+
+
+def test_agf_with_plain_rate_activates_heads_aligned_with_successive_eigenvectors(agf_problem):
+    Sigma, lam, v, X, y = agf_problem
+    net = LinearAttentionNetwork(AGF_D, 3)
+    theta0 = net.initial_theta(1e-6, seed=0)
+    stair = agf_lib.alternating_gradient_flow(net, (X, y), theta0)
+    pcr = attention.pcr_staircase(Sigma, AGF_N, initial_norm=np.linalg.norm(theta0, axis=1).max())
+    assert stair.num_jumps == AGF_D and sorted(stair.order) == list(range(AGF_D))
+    np.testing.assert_allclose(stair.losses, pcr.losses, rtol=1e-8)
+    for k in range(1, AGF_D + 1):
+        head = stair.states[k][stair.order[k - 1]]
+        # with κ = 3 and a constant rate a dormant head hardly turns while small, and stays of norm ~α:
+        # each new head enters along the next eigenvector
+        assert cosine(head[1 : 1 + AGF_D], v[:, k - 1]) > 0.999
+        assert cosine(head[1 + AGF_D :], v[:, k - 1]) > 0.999
+        np.testing.assert_allclose(active_map(stair, k, AGF_D), pcr.states[k], rtol=0,
+                                   atol=1e-5 * np.abs(pcr.states[k]).max())
+    assert stair.times[1] >= pcr.times[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Input validation
+
+
+SIGMA_CONSUMERS = {
+    "population_moments": lambda S: attention.population_moments(S, 3),
+    "population_data": lambda S: attention.population_data(S, 3),
+    "population_loss": lambda S: attention.population_loss(np.zeros((2, 2)), S, 3),
+    "optimal_map": lambda S: attention.optimal_map(S, 3),
+    "sample_prompts": lambda S: attention.sample_prompts(S, 3, 10),
+    "pcr_staircase": lambda S: attention.pcr_staircase(S, 3),
+    "check_covariance": lambda S: attention.check_covariance(S),
+}
+
+BAD_SIGMAS = {
+    "non-square": (np.ones((2, 3)), ValueError, "Sigma must be a square"),
+    "vector": (np.ones(2), ValueError, "Sigma must be a square"),
+    "empty": (np.ones((0, 0)), ValueError, "Sigma must be a square"),
+    "non-symmetric": (np.array([[1.0, 0.5], [0.0, 1.0]]), ValueError, "Sigma must be symmetric"),
+    "indefinite": (np.array([[1.0, 2.0], [2.0, 1.0]]), ValueError, "Sigma must be positive definite"),
+    "singular": (np.array([[1.0, 1.0], [1.0, 1.0]]), ValueError, "Sigma must be positive definite"),
+    "zero": (np.zeros((2, 2)), ValueError, "Sigma must be positive definite"),
+    "nan": (np.array([[1.0, np.nan], [np.nan, 1.0]]), ValueError, "Sigma contains NaN"),
+    "inf": (np.array([[np.inf, 0.0], [0.0, 1.0]]), ValueError, "Sigma contains NaN or infinite"),
+    "complex": (np.eye(2) * (1 + 1j), TypeError, "Sigma must hold real numbers"),
+    "strings": (np.array([["1", "0"], ["0", "1"]]), TypeError, "Sigma must hold real numbers"),
+    "scalar": (2.0, TypeError, "Sigma must be a square array"),
+    "none": (None, TypeError, "Sigma must be a square array"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_SIGMAS, ids=list(BAD_SIGMAS))
+@pytest.mark.parametrize("consumer", SIGMA_CONSUMERS, ids=list(SIGMA_CONSUMERS))
+def test_bad_covariance_is_refused_naming_sigma(consumer, case):
+    Sigma, error, message = BAD_SIGMAS[case]
+    with pytest.raises(error, match=message):
+        SIGMA_CONSUMERS[consumer](Sigma)
+
+
+N_CONSUMERS = {
+    "population_moments": lambda N: attention.population_moments(np.eye(2), N),
+    "population_data": lambda N: attention.population_data(np.eye(2), N),
+    "population_loss": lambda N: attention.population_loss(np.zeros((2, 2)), np.eye(2), N),
+    "optimal_map": lambda N: attention.optimal_map(np.eye(2), N),
+    "sample_prompts": lambda N: attention.sample_prompts(np.eye(2), N, 10),
+    "pcr_staircase": lambda N: attention.pcr_staircase(np.eye(2), N),
+}
+
+
+@pytest.mark.parametrize("N", [0, -3, 1.5, 3.0, True, "3", None])
+@pytest.mark.parametrize("consumer", N_CONSUMERS, ids=list(N_CONSUMERS))
+def test_context_length_that_is_not_a_positive_integer_is_refused_naming_N(consumer, N):
+    with pytest.raises(ValueError, match="N must be a positive integer"):
+        N_CONSUMERS[consumer](N)
+
+
+@pytest.mark.parametrize("d,H,name", [(0, 2, "d"), (-1, 2, "d"), (2.0, 2, "d"), (True, 2, "d"), ("2", 2, "d"),
+                                      (2, 0, "H"), (2, 1.5, "H"), (2, False, "H"), (2, None, "H")])
+def test_network_sizes_must_be_positive_integers(d, H, name):
+    with pytest.raises(ValueError, match=f"{name} must be a positive integer"):
+        LinearAttentionNetwork(d, H)
+    with pytest.raises(ValueError, match=f"{name} must be a positive integer"):
+        attention.initial_theta(d, H, 0.1)
+
+
+ALPHA_CONSUMERS = {
+    "initial_theta": lambda alpha: attention.initial_theta(2, 3, alpha),
+    "LinearAttentionNetwork.initial_theta": lambda alpha: LinearAttentionNetwork(2, 3).initial_theta(alpha),
+}
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0, -1e-3, math.nan, math.inf])
+@pytest.mark.parametrize("consumer", ALPHA_CONSUMERS, ids=list(ALPHA_CONSUMERS))
+def test_non_positive_or_non_finite_alpha_is_refused(consumer, alpha):
+    with pytest.raises(ValueError, match="alpha must be a finite positive number"):
+        ALPHA_CONSUMERS[consumer](alpha)
+
+
+@pytest.mark.parametrize("alpha", ["0.1", None, True, 1j])
+@pytest.mark.parametrize("consumer", ALPHA_CONSUMERS, ids=list(ALPHA_CONSUMERS))
+def test_alpha_that_is_not_a_real_number_is_a_type_error(consumer, alpha):
+    with pytest.raises(TypeError, match="alpha must be a real number"):
+        ALPHA_CONSUMERS[consumer](alpha)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (2, 4), (2, 5, 1), (5,), (2, 6)])
+def test_product_refuses_theta_of_the_wrong_shape(shape):
+    net = LinearAttentionNetwork(2, 2)  # theta shape (2, 5)
+    with pytest.raises(ValueError, match=r"theta must have shape \(\.\.\., 2, 5\)"):
+        net.product(np.zeros(shape))
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2,), (2, 3), (4, 2, 3)])
+def test_population_loss_refuses_maps_of_the_wrong_shape(shape):
+    with pytest.raises(ValueError, match=r"M must have shape \(\.\.\., 2, 2\)"):
+        attention.population_loss(np.zeros(shape), np.eye(2), 3)
+
+
+@pytest.mark.parametrize("num_prompts", [0, -1, 2.0, True])
+def test_sample_prompts_refuses_a_bad_number_of_prompts(num_prompts):
+    with pytest.raises(ValueError, match="num_prompts must be a positive integer"):
+        attention.sample_prompts(np.eye(2), 3, num_prompts)
+
+
+@pytest.mark.parametrize("initial_norm", [1.0, 1, 1.5, math.inf])
+def test_pcr_staircase_refuses_an_initial_norm_at_or_above_one(initial_norm):
+    with pytest.raises(ValueError, match="initial_norm must be below one"):
+        attention.pcr_staircase(np.eye(2), 3, initial_norm=initial_norm)
+
+
+@pytest.mark.parametrize("initial_norm,error", [(0.0, ValueError), (-0.1, ValueError), (math.nan, ValueError),
+                                                ("0.1", TypeError), (True, TypeError)])
+def test_pcr_staircase_refuses_a_non_positive_initial_norm(initial_norm, error):
+    with pytest.raises(error, match="initial_norm must be"):
+        attention.pcr_staircase(np.eye(2), 3, initial_norm=initial_norm)
+
+
+@pytest.mark.parametrize("eta,error", [(0.0, ValueError), (-1.0, ValueError), (math.nan, ValueError),
+                                       ("1", TypeError)])
+def test_pcr_staircase_refuses_a_non_positive_eta(eta, error):
+    with pytest.raises(error, match="eta must be"):
+        attention.pcr_staircase(np.eye(2), 3, eta=eta)
