@@ -161,6 +161,12 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     utility_tol : relative size of utility gradients below which no dormant neuron can gain utility
     max_cost_time : longest GF time allowed for one cost minimization
 
+    The cost step stops once its gradient has fallen by ``cost_tol``, and the residual it leaves gives
+    dormant neurons a utility of that order. After the last real feature, such a neuron can still
+    grow and activate, very late and with no drop in the loss (at t ≈ 4e12, against a last real jump
+    at 801, on chapter 05's attention problem from α = 1e-3). Bound such runs with ``t_end`` or
+    ``max_jumps``.
+
     ``states[k]`` holds Θ (shape (H, P)) on level k, dormant neurons included at their current
     (small) size; ``active[k]`` the active neurons; ``deactivated[k-1]`` those that returned to
     dormancy during the cost step of jump k.
