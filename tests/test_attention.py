@@ -643,3 +643,24 @@ def test_pcr_staircase_refuses_a_non_positive_initial_norm(initial_norm, error):
 def test_pcr_staircase_refuses_a_non_positive_eta(eta, error):
     with pytest.raises(error, match="eta must be"):
         attention.pcr_staircase(np.eye(2), 3, eta=eta)
+
+
+@pytest.mark.parametrize("value,error,message", [
+    (np.full((2, 2), np.nan), ValueError, "M contains NaN or infinite values"),
+    (np.eye(2) * 1j, TypeError, "M must hold real numbers"),
+    (np.array([["a", "b"], ["c", "d"]]), TypeError, "M must hold real numbers"),
+    ("M", TypeError, "M must be an array of real numbers"),
+])
+def test_population_loss_refuses_maps_that_are_not_finite_real_arrays(value, error, message):
+    with pytest.raises(error, match=message):
+        attention.population_loss(value, np.eye(2), 3)
+
+
+@pytest.mark.parametrize("value,error,message", [
+    (np.full((2, 5), np.inf), ValueError, "theta contains NaN or infinite values"),
+    (np.zeros((2, 5), dtype=complex), TypeError, "theta must hold real numbers"),
+    (np.full((2, 5), "x"), TypeError, "theta must hold real numbers"),
+])
+def test_product_refuses_theta_that_is_not_a_finite_real_array(value, error, message):
+    with pytest.raises(error, match=message):
+        LinearAttentionNetwork(2, 2).product(value)
