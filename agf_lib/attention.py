@@ -65,6 +65,11 @@ def _check_context(N):
     return _check_positive_int(N, "N")
 
 
+def _context_second_moment(Sigma, N):
+    """``E[S²] = N(N+1)Σ² + N tr(Σ) Σ`` for ``S = Σ_n x_n x_nᵀ`` with ``N`` Gaussian tokens (Isserlis)."""
+    return N * (N + 1) * Sigma @ Sigma + N * np.trace(Sigma) * Sigma
+
+
 def _real_array(value, name):
     """``value`` as a finite float array, or a TypeError/ValueError naming ``name``."""
     if isinstance(value, torch.Tensor):
@@ -146,8 +151,7 @@ def population_moments(Sigma, N):
     Shapes ``()``, ``(d, d)`` and ``(d², d²)``; ``vec`` is row-major, as in :class:`LinearAttentionNetwork`.
     """
     Sigma, N = check_covariance(Sigma), _check_context(N)
-    S2 = N * (N + 1) * Sigma @ Sigma + N * np.trace(Sigma) * Sigma          # E[S²]
-    return float(np.trace(Sigma)), N * Sigma @ Sigma, np.kron(S2, Sigma)
+    return float(np.trace(Sigma)), N * Sigma @ Sigma, np.kron(_context_second_moment(Sigma, N), Sigma)
 
 
 def population_data(Sigma, N):
@@ -175,8 +179,7 @@ def population_loss(M, Sigma, N):
     d = Sigma.shape[0]
     if M.shape[-2:] != (d, d):
         raise ValueError(f"M must have shape (..., {d}, {d}), got {M.shape}")
-    S2 = N * (N + 1) * Sigma @ Sigma + N * np.trace(Sigma) * Sigma
-    quadratic = np.einsum("...ij,ik,...kl,jl->...", M, S2, M, Sigma)
+    quadratic = np.einsum("...ij,ik,...kl,jl->...", M, _context_second_moment(Sigma, N), M, Sigma)
     return 0.5 * np.trace(Sigma) - N * np.einsum("...ij,ij->...", M, Sigma @ Sigma) + 0.5 * quadratic
 
 
