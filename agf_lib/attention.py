@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from .flow import check_positive
-from .network import DTYPE, TwoLayerNetwork, _check_alpha, _check_positive_int
+from .network import DTYPE, TwoLayerNetwork, _check_alpha, _check_positive_int, _real_array
 from .results import Staircase
 
 __all__ = ["LinearAttentionNetwork", "check_covariance", "population_moments", "population_data", "population_loss",
@@ -42,18 +42,9 @@ __all__ = ["LinearAttentionNetwork", "check_covariance", "population_moments", "
 
 def check_covariance(Sigma, name="Sigma"):
     """Validate a symmetric positive definite ``d × d`` covariance; return it as a float array."""
-    if isinstance(Sigma, torch.Tensor):
-        Sigma = Sigma.detach().cpu().numpy()
-    if not isinstance(Sigma, (np.ndarray, list, tuple)):
-        raise TypeError(f"{name} must be a square array of real numbers, got {type(Sigma).__name__}")
-    Sigma = np.asarray(Sigma)
-    if Sigma.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {Sigma.dtype}")
-    Sigma = Sigma.astype(float)
+    Sigma = _real_array(Sigma, name, "a square array")
     if Sigma.ndim != 2 or Sigma.shape[0] != Sigma.shape[1] or Sigma.shape[0] < 1:
         raise ValueError(f"{name} must be a square d x d matrix, got shape {Sigma.shape}")
-    if not np.all(np.isfinite(Sigma)):
-        raise ValueError(f"{name} contains NaN or infinite values")
     if not np.allclose(Sigma, Sigma.T, rtol=1e-10, atol=1e-12 * np.abs(Sigma).max()):
         raise ValueError(f"{name} must be symmetric")
     if np.linalg.eigvalsh(Sigma)[0] <= 0:
@@ -68,21 +59,6 @@ def _check_context(N):
 def _context_second_moment(Sigma, N):
     """``E[S²] = N(N+1)Σ² + N tr(Σ) Σ`` for ``S = Σ_n x_n x_nᵀ`` with ``N`` Gaussian tokens (Isserlis)."""
     return N * (N + 1) * Sigma @ Sigma + N * np.trace(Sigma) * Sigma
-
-
-def _real_array(value, name):
-    """``value`` as a finite float array, or a TypeError/ValueError naming ``name``."""
-    if isinstance(value, torch.Tensor):
-        value = value.detach().cpu().numpy()
-    if not isinstance(value, (np.ndarray, list, tuple)):
-        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}")
-    value = np.asarray(value)
-    if value.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}")
-    value = value.astype(float)
-    if not np.all(np.isfinite(value)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return value
 
 
 class LinearAttentionNetwork(TwoLayerNetwork):

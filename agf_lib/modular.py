@@ -32,7 +32,7 @@ import torch
 
 from .dft import dft, dominant_frequencies, harmonic
 from .flow import check_positive
-from .network import DTYPE, TwoLayerNetwork, _check_alpha, _check_positive_int
+from .network import DTYPE, TwoLayerNetwork, _check_alpha, _check_positive_int, _real_array
 from .results import Staircase
 
 __all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_theta", "utility",
@@ -42,18 +42,9 @@ __all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_thet
 
 def check_template(x, name="x"):
     """Validate a centred template of odd length ``p >= 3``; return it as a float array."""
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    if not isinstance(x, (np.ndarray, list, tuple)):
-        raise TypeError(f"{name} must be a 1-D array of real numbers, got {type(x).__name__}")
-    x = np.asarray(x)
-    if x.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {x.dtype}")
-    x = x.astype(float)
+    x = _real_array(x, name, "a 1-D array")
     if x.ndim != 1 or x.size < 3 or x.size % 2 == 0:
         raise ValueError(f"{name} must be a 1-D vector of odd length p >= 3, got shape {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} contains NaN or infinite values")
     scale = float(np.abs(x).max())
     if scale == 0:
         raise ValueError(f"{name} must be nonzero")

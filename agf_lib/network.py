@@ -48,6 +48,21 @@ def as_data(X, y):
     return X, y
 
 
+def _real_array(value, name, what="an array"):
+    """``value`` (array, list, tuple or tensor) as a finite float array; TypeError/ValueError naming ``name``."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    if not isinstance(value, (np.ndarray, list, tuple)):
+        raise TypeError(f"{name} must be {what} of real numbers, got {type(value).__name__}")
+    value = np.asarray(value)
+    if value.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}")
+    value = value.astype(float)
+    if not np.all(np.isfinite(value)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return value
+
+
 def _check_alpha(alpha):
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating, np.integer)):
         raise TypeError(f"alpha must be a real number, got {type(alpha).__name__}")
