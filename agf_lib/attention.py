@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from .flow import check_positive
-from .network import DTYPE, TwoLayerNetwork, _check_alpha, _check_positive_int, _real_array
+from .network import TwoLayerNetwork, _check_alpha, _check_positive_int, _real_array
 from .results import Staircase
 
 __all__ = ["LinearAttentionNetwork", "check_covariance", "population_moments", "population_data", "population_loss",

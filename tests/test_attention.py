@@ -418,7 +418,7 @@ def test_initial_utility_is_N_V_K_sigma_squared_Q():
 
 @pytest.mark.parametrize("seed,d,N", [(0, 3, 6), (1, 4, 12)])
 def test_heads_on_different_eigenvectors_decouple(seed, d, N):
-    Sigma, lam, v = random_covariance(seed, d)
+    Sigma, _, v = random_covariance(seed, d)
     X, y = attention.population_data(Sigma, N)
     rng = np.random.default_rng(seed)
     H = d
@@ -476,7 +476,7 @@ def cosine(a, b):
 
 
 def test_agf_with_adaptive_rate_reaches_the_pcr_levels_and_maps(agf_problem):
-    Sigma, lam, v, X, y = agf_problem
+    Sigma, _, v, X, y = agf_problem
     net = LinearAttentionNetwork(AGF_D, 4)
     theta0 = net.initial_theta(1e-6, seed=0)
     stair = agf_lib.alternating_gradient_flow(net, (X, y), theta0, adaptive_rate=True, max_jumps=AGF_D)
@@ -503,7 +503,7 @@ def test_agf_with_adaptive_rate_reaches_the_pcr_levels_and_maps(agf_problem):
 
 
 def test_agf_with_plain_rate_activates_heads_aligned_with_successive_eigenvectors(agf_problem):
-    Sigma, lam, v, X, y = agf_problem
+    Sigma, _, v, X, y = agf_problem
     net = LinearAttentionNetwork(AGF_D, 3)
     theta0 = net.initial_theta(1e-6, seed=0)
     stair = agf_lib.alternating_gradient_flow(net, (X, y), theta0)
