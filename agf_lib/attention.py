@@ -32,7 +32,7 @@ import math
 import numpy as np
 import torch
 
-from .flow import check_positive
+from .flow import check_positive, cubic_escape_scale
 from .network import TwoLayerNetwork, _check_alpha, _check_positive_int, _real_array
 from .results import Staircase
 
@@ -205,13 +205,7 @@ def pcr_staircase(Sigma, N, initial_norm=None, eta=1.0, adaptive_rate=False):
     gains = 0.5 * N * eigenvalues**2 / (trace + (N + 1) * eigenvalues)
     losses = 0.5 * trace - np.concatenate([[0.0], np.cumsum(gains)])
     rates = 3.0 * eta * N * eigenvalues**2 / (3.0 * math.sqrt(3.0))
-    if initial_norm is None:
-        scale, unit = 1.0, ("t/log(1/α)" if adaptive_rate else "t·α")
-    else:
-        nu = check_positive(initial_norm, "initial_norm")
-        if nu >= 1:
-            raise ValueError(f"initial_norm must be below one (a dormant head), got {initial_norm!r}")
-        scale, unit = (math.log(1.0 / nu) if adaptive_rate else 1.0 / nu - 1.0), "t"
+    scale, unit = cubic_escape_scale(initial_norm, adaptive_rate, "head")
     states, M = [np.zeros((Sigma.shape[0],) * 2)], np.zeros((Sigma.shape[0],) * 2)
     for lam, v in zip(eigenvalues, vectors.T):
         M = M + np.outer(v, v) / (trace + (N + 1) * lam)

@@ -73,6 +73,21 @@ def check_positive(value, name):
     return value
 
 
+def cubic_escape_scale(initial_norm, adaptive_rate, unit_name="neuron"):
+    """``(scale, time_unit)`` for κ = 3 escape times ``τ = scale / (3ηŪ)`` (e.g. the paper's Eqs. 7 and 9).
+
+    A κ = 3 neuron of initial norm ``ν`` and constant normalized utility ``Ū`` reaches norm one at
+    ``(1/ν − 1)/(3ηŪ)``, or at ``log(1/ν)/(3ηŪ)`` with the adaptive rate ``η‖θ‖^{−1}``. Without
+    ``initial_norm`` the scale is 1, for the ν → 0 limits in the rescaled units ``t·α`` or ``t/log(1/α)``.
+    """
+    if initial_norm is None:
+        return 1.0, ("t/log(1/α)" if adaptive_rate else "t·α")
+    nu = check_positive(initial_norm, "initial_norm")
+    if nu >= 1:
+        raise ValueError(f"initial_norm must be below one (a dormant {unit_name}), got {initial_norm!r}")
+    return (math.log(1.0 / nu) if adaptive_rate else 1.0 / nu - 1.0), "t"
+
+
 def check_max_jumps(max_jumps):
     if max_jumps is not None and (isinstance(max_jumps, bool) or not isinstance(max_jumps, (int, np.integer))
                                   or max_jumps < 0):

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from .dft import dft, dominant_frequencies, harmonic
-from .flow import check_positive
+from .flow import check_positive, cubic_escape_scale
 from .network import DTYPE, TwoLayerNetwork, _check_alpha, _check_positive_int, _real_array
 from .results import Staircase
 
@@ -257,13 +257,7 @@ def fourier_staircase(x, initial_norm=None, eta=1.0, adaptive_rate=False):
     eta = check_positive(eta, "eta")
     order = [int(k) for k in dominant_frequencies(x)]
     rates = np.array([3.0 * eta * max_utility(x, order[:k]) for k in range(len(order))])
-    if initial_norm is None:
-        scale, unit = 1.0, ("t/log(1/α)" if adaptive_rate else "t·α")
-    else:
-        nu = check_positive(initial_norm, "initial_norm")
-        if nu >= 1:
-            raise ValueError(f"initial_norm must be below one (a dormant neuron), got {initial_norm!r}")
-        scale, unit = (math.log(1.0 / nu) if adaptive_rate else 1.0 / nu - 1.0), "t"
+    scale, unit = cubic_escape_scale(initial_norm, adaptive_rate)
     times = np.concatenate([[0.0], scale / rates])
     x_hat = dft(x)
     states, kept = [np.zeros_like(x)], np.zeros_like(x_hat)
