@@ -5,7 +5,7 @@ two engines, and one module per setting (``agf_lib.diagonal``, ...).
 """
 
 from . import attention, dft, diagonal, linear, modular, plotting
-from .agf import alternating_gradient_flow
+from .agf import CostStepError, alternating_gradient_flow
 from .flow import gradient_descent, gradient_flow
 from .network import FeedForwardNetwork, TwoLayerNetwork, loss, utility
 from .results import Staircase, StaircaseComparison, Trajectory
@@ -21,6 +21,7 @@ __all__ = [
     "gradient_flow",
     "gradient_descent",
     "alternating_gradient_flow",
+    "CostStepError",
     "attention",
     "dft",
     "diagonal",

@@ -28,68 +28,162 @@ or when the next jump would come after ``t_end``.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
-import torch
-from scipy.integrate import solve_ivp
+from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
+from scipy.optimize import brentq
 
 from .flow import (PolarField, check_max_jumps, check_network, check_positive, check_solver, pack, single_thread,
                    to_polar, unpack_data)
 from .results import Staircase
 
-__all__ = ["alternating_gradient_flow"]
+__all__ = ["alternating_gradient_flow", "CostStepError"]
+
+
+METHODS = {"DOP853": DOP853, "RK45": RK45, "RK23": RK23, "Radau": Radau, "BDF": BDF, "LSODA": LSODA}
+
+
+class CostStepError(RuntimeError):
+    """A cost minimization of AGF did not reach a critical point within ``max_cost_time``."""
+
+
+def _solver(method, fun, state, t_bound, rtol, atol):
+    """A SciPy ODE solver object, stepped by hand: one solver per phase, so that checks made between
+    steps (the gradient every so often, the norms after every step) cost no restart."""
+    return METHODS[method](fun, 0.0, state, t_bound, rtol=rtol, atol=atol)
+
+
+def _step(solver, what):
+    solver.step()
+    if solver.status == "failed":
+        raise RuntimeError(f"{what} failed at t = {solver.t:.6g}: {solver.message}")
+    return solver.dense_output()
 
 
 def _utility_phase(field, residual, index, dirs, logn, t_budget, method, rtol, atol, utility_tol, grad_scale):
     """Utility flow of the dormant neurons ``index`` until one of them reaches norm one.
 
-    Returns ``(dt, j, dirs, logn)`` with ``j`` the position in ``index`` of the neuron that
-    activates, or ``(None, None, dirs, logn)`` when no neuron can gain utility or the time budget
-    is spent.
+    Returns ``(dt, j, dirs, logn, reason)`` with ``j`` the position in ``index`` of the neuron that
+    activates, or ``(None, None, dirs, logn, reason)`` when no neuron can gain utility
+    (``reason = "no utility"``) or the time budget is spent (``"t_end"``). The gradient is checked at
+    times growing geometrically; the norms after every step.
     """
     H = len(index)
-    rhs = lambda t, s: field(s, index, residual)
-    event = lambda t, s: float(np.max(s[-H:]))
-    event.terminal, event.direction = True, 1.0
-    state, elapsed, previous = pack(dirs, logn), 0.0, None
-    atol = field.tolerances(atol, H)
     d_dirs, d_logn = field.velocity(dirs, logn, residual, index)
-    window = 10.0 / max(float(torch.sqrt((d_dirs**2).sum(1) + d_logn**2).max()), 1e-300)
-    while elapsed < t_budget:
-        span = min(window, t_budget - elapsed)
-        sol = solve_ivp(rhs, (0.0, span), state, method=method, rtol=rtol, atol=atol, events=event)
-        if not sol.success:
-            raise RuntimeError(f"utility maximization failed: {sol.message}")
-        if sol.status == 1:
-            dirs, logn = field.split(sol.y_events[0][0], H)
-            return elapsed + float(sol.t_events[0][0]), int(torch.argmax(logn)), dirs, logn
-        state, elapsed = sol.y[:, -1], elapsed + span
-        dirs, logn = field.split(state, H)
-        grad = field.utility_gradient(dirs, logn, residual, index)
-        radial = (grad * dirs).sum(1)
-        tangential = torch.linalg.vector_norm(grad - radial[:, None] * dirs, dim=1)
-        # No utility to gain: every neuron stationary on the sphere with nonpositive utility, and not
-        # slowly leaving a utility minimum (there its tangential speed grows from window to window).
-        if (max(float(tangential.max()), float(radial.max())) <= utility_tol * grad_scale
-                and previous is not None and bool((tangential <= previous).all())):
-            return None, None, dirs, logn
-        previous = tangential
-        window *= 4.0
-    return None, None, dirs, logn
+    check = 10.0 / max(float(np.sqrt((d_dirs**2).sum(1) + d_logn**2).max()), 1e-300)
+    solver = _solver(method, lambda t, s: field(s, index, residual), pack(dirs, logn), t_budget, rtol,
+                     field.tolerances(atol, H))
+    previous = None
+    while solver.status == "running":
+        interpolant = _step(solver, "utility maximization")
+        if solver.y[-H:].max() >= 0:
+            t = brentq(lambda t: interpolant(t)[-H:].max(), solver.t_old, solver.t, xtol=1e-14 * solver.t, rtol=1e-15)
+            dirs, logn = field.split(interpolant(t), H)
+            return t, int(np.argmax(logn)), dirs, logn, None
+        if solver.t >= check:
+            dirs, logn = field.split(solver.y, H)
+            grad = field.utility_gradient(dirs, logn, residual, index)
+            radial = np.einsum("hp,hp->h", grad, dirs)
+            tangent = grad - radial[:, None] * dirs
+            tangential = np.sqrt(np.einsum("hp,hp->h", tangent, tangent))
+            # No utility to gain: every neuron stationary on the sphere with nonpositive utility, and not
+            # slowly leaving a utility minimum (there its tangential speed grows from check to check).
+            if (max(float(tangential.max()), float(radial.max())) <= utility_tol * grad_scale
+                    and previous is not None and bool(np.all(tangential <= previous))):
+                return None, None, dirs, logn, "no utility"
+            previous = tangential
+            check = 4.0 * solver.t
+    dirs, logn = field.split(solver.y, H)
+    return None, None, dirs, logn, "t_end"
+
+
+def _quadratic_utility_phase(field, residual, index, dirs, logn, t_budget, utility_tol, grad_scale):
+    """:func:`_utility_phase` in closed form, for networks whose utility is a quadratic form in each neuron.
+
+    Then ``∇U_i(θ_i; r) = M_i θ_i`` with ``M_i`` symmetric (the Hessian of ``U_i``, read off the utility
+    gradient at the ``P`` basis vectors), κ = 2, and the utility flow ``dθ_i/dt = η M_i θ_i`` is linear:
+    with ``M_i = Σ_k λ_k v_k v_kᵀ`` and ``c_k = v_kᵀθ̄_i(0)``,
+
+        log‖θ_i(t)‖² = 2ℓ_i(0) + log Σ_k c_k² e^{2ηλ_k t},
+
+    a convex function of ``t``, evaluated as a log-sum-exp so that α down to 1e-100 and directions
+    that shrink like ``e^{−2ηλt}`` stay exact. The first root of it over the dormant neurons is the
+    next jump. Eigenvalues below ``utility_tol · grad_scale`` count as no growth.
+    """
+    H, P = len(index), field.network.num_params
+    basis = np.eye(P)
+    columns = [field.utility_gradient(np.broadcast_to(basis[j], (H, P)).copy(), logn, residual, index)
+               for j in range(P)]
+    M = np.stack(columns, axis=2)                                   # M[i] = Hessian of U_i, (H, P, P)
+    lam, V = np.linalg.eigh(0.5 * (M + np.swapaxes(M, 1, 2)))
+    rate = field.eta * lam                                          # (H, P)
+    coef = np.einsum("hpk,hp->hk", V, dirs)                         # (H, P)
+    with np.errstate(divide="ignore"):
+        log_c2 = np.log(coef**2)
+
+    def log_norm2(i, t):
+        return 2.0 * logn[i] + np.logaddexp.reduce(log_c2[i] + 2.0 * rate[i] * t)
+
+    def slope(i, t):  # d/dt log‖θ_i(t)‖²: a softmax-weighted mean of 2ηλ_k, increasing in t
+        exponents = log_c2[i] + 2.0 * rate[i] * t
+        weights = np.exp(exponents - exponents.max())
+        return 2.0 * float(weights @ rate[i]) / float(weights.sum())
+
+    growing = rate > field.eta * utility_tol * grad_scale
+    waits = np.full(H, np.inf)
+    for i in range(H):
+        live = growing[i] & np.isfinite(log_c2[i])
+        if not live.any():
+            continue
+        k = np.nonzero(live)[0][-1]                                 # eigh sorts ascending: the fastest growing
+        t_hi = 1.01 * max(-(2.0 * logn[i] + log_c2[i, k]) / (2.0 * rate[i, k]), 1e-300)  # past the root
+        t_lo = 0.0
+        if log_norm2(i, 0.0) >= 0:
+            # A neuron restored at norm one after returning to dormancy: it activates at once if its
+            # norm grows, and otherwise when it has come back up from the bottom of its convex log-norm.
+            if slope(i, 0.0) >= 0:
+                waits[i] = 0.0
+                continue
+            while slope(i, t_hi) <= 0:
+                t_hi *= 2.0
+            t_lo = brentq(lambda t: slope(i, t), 0.0, t_hi, xtol=1e-300, rtol=1e-15)
+        if t_hi > t_budget and log_norm2(i, t_budget) < 0:
+            continue
+        waits[i] = brentq(lambda t: log_norm2(i, t), t_lo, min(t_hi, t_budget), xtol=1e-300, rtol=1e-15)
+
+    dt = float(waits.min())
+    if not np.isfinite(dt):
+        # Advance every neuron to the end of the budget (or leave it where it is when nothing grows).
+        dt, reason = (t_budget, "t_end") if np.isfinite(t_budget) and growing.any() else (0.0, "no utility")
+    else:
+        reason = None
+    exponents = log_c2 + 2.0 * rate * dt
+    top = exponents.max(1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        weights = np.where(np.isfinite(log_c2), np.exp(0.5 * (exponents - top)), 0.0) * np.sign(coef)
+    new_dirs = np.einsum("hpk,hk->hp", V, weights)
+    new_dirs /= np.sqrt(np.einsum("hp,hp->h", new_dirs, new_dirs))[:, None]
+    new_logn = logn + 0.5 * (top[:, 0] + np.log(np.einsum("hk,hk->h", weights, weights)))
+    if reason is not None:
+        return None, None, new_dirs, new_logn, reason
+    j = int(np.argmin(waits))
+    new_logn[j] = 0.0
+    return dt, j, new_dirs, new_logn, None
 
 
 def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method, rtol, atol, cost_tol,
-                max_cost_time):
+                max_cost_time, jump_time):
     """Gradient flow of the active neurons ``index`` to convergence.
 
-    Returns the neurons still active with their ``(dirs, logn)``, and a dict ``{neuron: direction}``
-    of those that returned to dormancy, with their direction at their last inward crossing of the
-    unit sphere (where ``ℓ = 0``).
+    The gradient is checked at times growing geometrically, never inside a solver step (running past
+    convergence only brings the neurons closer to the critical point); the norms are read after every
+    step. Returns the neurons still active with their ``(dirs, logn)``, and a dict ``{neuron: direction}``
+    of those that returned to dormancy, with their direction at their last inward crossing of the unit
+    sphere (where ``ℓ = 0``). Raises :class:`CostStepError` when the gradient has not fallen by
+    ``cost_tol`` within ``max_cost_time``.
     """
-    index = index.clone()
     returned = {}
-    g0 = None
+    g0, elapsed = None, 0.0
     while len(index):
         H = len(index)
 
@@ -99,43 +193,53 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
             # keeps the phase going until it is declared dormant.
             d, l = field.split(s, H)
             grad = field.utility_gradient(d, l, field.y - field.outputs(d, l, index), index)
-            return float(torch.linalg.vector_norm(grad))
+            return float(np.sqrt(np.einsum("hp,hp->", grad, grad)))
 
+        state = pack(dirs, logn)
+        size = gradient_size(state)
         if g0 is None:
-            g0 = gradient_size(pack(dirs, logn))
-        if g0 == 0.0 or gradient_size(pack(dirs, logn)) <= cost_tol * g0:
-            break
-        converged = lambda t, s: math.log(max(gradient_size(s), 1e-300) / (cost_tol * g0))
-        converged.terminal, converged.direction = True, -1.0
-        vanishing = lambda t, s: float(np.min(s[-H:])) - log_dormancy
-        vanishing.terminal, vanishing.direction = True, -1.0
-        crossings = []
-        for j in range(H):
-            cross = lambda t, s, j=j: float(s[-H + j])
-            cross.direction = -1.0
-            crossings.append(cross)
-        sol = solve_ivp(lambda t, s: field(s, index), (0.0, max_cost_time), pack(dirs, logn), method=method,
-                        rtol=rtol, atol=atol, events=[converged, vanishing, *crossings])
-        if not sol.success:
-            raise RuntimeError(f"cost minimization failed: {sol.message}")
-        dirs, logn = field.split(sol.y[:, -1], H)
-        if sol.status == 0:
-            warnings.warn(f"cost minimization did not converge within max_cost_time = {max_cost_time:g}",
-                          RuntimeWarning, stacklevel=3)
-        if sol.t_events[1].size == 0:
-            break
-        j = int(torch.argmin(logn))
+            g0 = size
+        if size <= cost_tol * g0:
+            return index, dirs, logn, returned
+        d_dirs, d_logn = field.velocity(dirs, logn, field.y - field.outputs(dirs, logn, index), index)
+        check = 1.0 / max(float(np.sqrt((d_dirs**2).sum(1) + d_logn**2).max()), 1e-300)
+        solver = _solver(method, lambda t, s: field(s, index), state, math.inf, rtol, field.tolerances(atol, H))
+        crossings, vanished = {}, False
+        while not vanished:
+            before = solver.y[-H:].copy()
+            interpolant = _step(solver, f"cost minimization after the jump at t = {jump_time:.6g}")
+            after = solver.y[-H:]
+            for j in np.nonzero((before >= 0) & (after < 0))[0]:
+                t = solver.t_old if before[j] == 0 else brentq(lambda t: interpolant(t)[-H + j], solver.t_old,
+                                                                solver.t, xtol=1e-14 * max(solver.t, 1))
+                crossings[j] = field.split(interpolant(t), H)[0][j].copy()
+            if after.min() < log_dormancy:
+                t = brentq(lambda t: interpolant(t)[-H:].min() - log_dormancy, solver.t_old, solver.t,
+                           xtol=1e-14 * max(solver.t, 1))
+                state, vanished = interpolant(t), True
+                elapsed += t
+                break
+            if elapsed + solver.t >= check:
+                size = gradient_size(solver.y)
+                if size <= cost_tol * g0:
+                    dirs, logn = field.split(solver.y, H)
+                    return index, dirs, logn, returned
+                check = 2.0 * (elapsed + solver.t)
+            if elapsed + solver.t > max_cost_time:
+                raise CostStepError(
+                    f"the cost step after the jump at t = {jump_time:.6g} did not converge within max_cost_time = "
+                    f"{max_cost_time:g}: the active neurons {[int(i) for i in index]} still have a gradient "
+                    f"{size / g0:.3g} of its initial size (cost_tol = {cost_tol:g})")
+        dirs, logn = field.split(state, H)
+        j = int(np.argmin(logn))
         neuron = int(index[j])
-        if sol.t_events[2 + j].size:
-            returned[neuron] = field.split(sol.y_events[2 + j][-1], H)[0][j].clone()
-        else:  # it never crossed inwards after activating: it left the unit sphere at once
-            returned[neuron] = activation_dirs[neuron]
-        keep = torch.tensor([k for k in range(H) if k != j], dtype=torch.long)
+        # a neuron that never crossed inwards after activating left the unit sphere at once
+        returned[neuron] = crossings.get(j, activation_dirs[neuron])
+        keep = np.array([k for k in range(H) if k != j], dtype=int)
         index, dirs, logn = index[keep], dirs[keep], logn[keep]
     return index, dirs, logn, returned
 
 
-@single_thread()
 def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf, max_jumps=None,
                               method="DOP853", cost_method="LSODA", rtol=1e-10, atol=1e-12,
                               adaptive_rate=False, dormancy_threshold=None, cost_tol=1e-9, utility_tol=1e-8,
@@ -159,7 +263,8 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     cost_tol : cost minimization stops when the active neurons' utility gradients have fallen by
         this factor
     utility_tol : relative size of utility gradients below which no dormant neuron can gain utility
-    max_cost_time : longest GF time allowed for one cost minimization
+    max_cost_time : longest GF time allowed for one cost minimization; a cost step that needs more
+        raises :class:`CostStepError`
 
     The cost step stops once its gradient has fallen by ``cost_tol``, and the residual it leaves gives
     dormant neurons a utility of that order. After the last real feature, such a neuron can still
@@ -169,7 +274,9 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
 
     ``states[k]`` holds Θ (shape (H, P)) on level k, dormant neurons included at their current
     (small) size; ``active[k]`` the active neurons; ``deactivated[k-1]`` those that returned to
-    dormancy during the cost step of jump k.
+    dormancy during the cost step of jump k. ``stop_reason`` says why the loop ended: ``"all active"``,
+    ``"no utility"`` (every dormant neuron stationary with nonpositive utility), ``"max_jumps"`` or
+    ``"t_end"``.
     """
     network = check_network(network)
     X, y = unpack_data(network, data)
@@ -182,7 +289,7 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     if not t_end > 0:
         raise ValueError(f"t_end must be positive, got {t_end!r}")
     dirs, logn = to_polar(network.to_chart(theta0))
-    if float(torch.linalg.vector_norm(theta0, dim=1).max()) >= 1.0:
+    if float(np.sqrt((theta0**2).sum(1)).max()) >= 1.0:
         raise ValueError("theta0 must have every neuron inside the unit sphere (dormant); use a smaller alpha")
     if dormancy_threshold is None:
         log_dormancy = max(0.5 * float(logn.max()), math.log(1e-6))
@@ -193,45 +300,59 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
 
     field = PolarField(network, X, y, dirs, eta=eta, adaptive_rate=adaptive_rate)
     H = network.num_neurons
-    active = torch.zeros(H, dtype=torch.bool)
+    active = np.zeros(H, dtype=bool)
     activation_dirs = {}
-    grad0 = field.utility_gradient(dirs, logn, y, None)
-    grad_scale = max(float(torch.linalg.vector_norm(grad0, dim=1).max()), 1e-300)
 
     def snapshot():
-        return field.params(dirs, logn).numpy().copy()
+        return field.params(dirs, logn).copy()
 
     def level():
-        members = torch.nonzero(active)[:, 0]
+        members = np.nonzero(active)[0]
         return field.loss(dirs[members], logn[members], members)
 
-    t = 0.0
-    times, losses, order, states, active_sets, deactivated = [0.0], [level()], [], [snapshot()], [()], []
-    while (max_jumps is None or len(order) < max_jumps) and not bool(active.all()):
-        members, dormant = torch.nonzero(active)[:, 0], torch.nonzero(~active)[:, 0]
-        residual = y - field.outputs(dirs[members], logn[members], members)
-        dt, j, d_new, l_new = _utility_phase(field, residual, dormant, dirs[dormant], logn[dormant], t_end - t,
-                                             method, rtol, atol, utility_tol, grad_scale)
-        dirs[dormant], logn[dormant] = d_new, l_new
-        if dt is None:
-            break
-        i = int(dormant[j])
-        t += dt
-        logn[i] = 0.0
-        active[i] = True
-        activation_dirs[i] = dirs[i].clone()
+    with single_thread(network):
+        grad0 = field.utility_gradient(dirs, logn, y, None)
+        grad_scale = max(float(np.sqrt((grad0**2).sum(1)).max()), 1e-300)
+        t = 0.0
+        times, losses, order, states, active_sets, deactivated = [0.0], [level()], [], [snapshot()], [()], []
+        stop_reason = "all active"
+        while not active.all():
+            if max_jumps is not None and len(order) >= max_jumps:
+                stop_reason = "max_jumps"
+                break
+            members, dormant = np.nonzero(active)[0], np.nonzero(~active)[0]
+            residual = y - field.outputs(dirs[members], logn[members], members)
+            if network.quadratic_utility:
+                dt, j, d_new, l_new, reason = _quadratic_utility_phase(field, residual, dormant, dirs[dormant],
+                                                                       logn[dormant], t_end - t, utility_tol,
+                                                                       grad_scale)
+            else:
+                dt, j, d_new, l_new, reason = _utility_phase(field, residual, dormant, dirs[dormant],
+                                                             logn[dormant], t_end - t, method, rtol, atol,
+                                                             utility_tol, grad_scale)
+            dirs[dormant], logn[dormant] = d_new, l_new
+            if dt is None:
+                stop_reason = reason
+                break
+            i = int(dormant[j])
+            t += dt
+            logn[i] = 0.0
+            active[i] = True
+            activation_dirs[i] = dirs[i].copy()
 
-        members = torch.nonzero(active)[:, 0]
-        kept, d_act, l_act, returned = _cost_phase(field, members, dirs[members], logn[members], activation_dirs,
-                                                   log_dormancy, cost_method, rtol, atol, cost_tol, max_cost_time)
-        dirs[kept], logn[kept] = d_act, l_act
-        for k, direction in returned.items():
-            dirs[k], logn[k], active[k] = direction, 0.0, False
-        times.append(t)
-        losses.append(level())
-        order.append(i)
-        states.append(snapshot())
-        active_sets.append(tuple(int(k) for k in torch.nonzero(active)[:, 0]))
-        deactivated.append(tuple(sorted(returned)))
+            members = np.nonzero(active)[0]
+            kept, d_act, l_act, returned = _cost_phase(field, members, dirs[members], logn[members], activation_dirs,
+                                                       log_dormancy, cost_method, rtol, atol, cost_tol, max_cost_time,
+                                                       t)
+            dirs[kept], logn[kept] = d_act, l_act
+            for k, direction in returned.items():
+                dirs[k], logn[k], active[k] = direction, 0.0, False
+            times.append(t)
+            losses.append(level())
+            order.append(i)
+            states.append(snapshot())
+            active_sets.append(tuple(int(k) for k in np.nonzero(active)[0]))
+            deactivated.append(tuple(sorted(returned)))
     return Staircase(np.array(times), np.array(losses), order, states=states, active=active_sets,
-                     time_unit="t", deactivated=deactivated)
+                     time_unit="t", deactivated=deactivated, stop_reason=stop_reason,
+                     evaluations=field.evaluations)

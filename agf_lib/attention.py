@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from .flow import check_positive, cubic_escape_scale
 from .network import TwoLayerNetwork, _check_alpha, _check_positive_int, _real_array
@@ -85,7 +84,7 @@ class LinearAttentionNetwork(TwoLayerNetwork):
     def neuron_outputs(self, theta, X):
         V, K, Q = self._split(theta)
         Phi = X.reshape(-1, self.d, self.d)
-        bilinear = torch.einsum("hi,nij,hj->hn", K, Phi, Q)
+        bilinear = np.einsum("hi,nij,hj->hn", K, Phi, Q, optimize=True)
         return (V[:, None] * bilinear)[:, :, None]
 
     def utility_gradient(self, theta, X, residual):
@@ -95,7 +94,7 @@ class LinearAttentionNetwork(TwoLayerNetwork):
         G = (residual[:, 0] @ X).reshape(self.d, self.d) / n
         GQ, GK = Q @ G.T, K @ G                          # rows G Q_h and Gᵀ K_h
         bilinear = (K * GQ).sum(1)
-        return V * bilinear, torch.cat([bilinear[:, None], V[:, None] * GQ, V[:, None] * GK], dim=1)
+        return V * bilinear, np.concatenate([bilinear[:, None], V[:, None] * GQ, V[:, None] * GK], axis=1)
 
     def product(self, theta):
         """The map ``M = Σ_h V_h K_h Q_hᵀ`` (shape ``(d, d)``), or a stack for a stack of snapshots."""

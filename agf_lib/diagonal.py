@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 from scipy.integrate import solve_ivp
 from scipy.optimize import lsq_linear
 
@@ -37,6 +36,7 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
     kappa = 2
     num_params = 2
     output_dim = 1
+    quadratic_utility = True
 
     def __init__(self, d):
         self.input_dim = self.num_neurons = _check_positive_int(d, "d")
@@ -48,18 +48,18 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
         # U_i = −u_i v_i ∇_{β_i}L with −∇_{β_i}L = E[x_i r]: closed form, no autograd needed.
         minus_grad = X.T @ residual[:, 0] / X.shape[0]
         u, v = theta[:, 0], theta[:, 1]
-        return u * v * minus_grad, torch.stack([v * minus_grad, u * minus_grad], dim=1)
+        return u * v * minus_grad, np.stack([v * minus_grad, u * minus_grad], axis=1)
 
     # The chart (p, q) = (u + v, u − v)/√2, in which u² − v² = 2pq and β = uv = (p − q)(p + q)/2.
     has_chart = True
 
     def to_chart(self, theta):
         u, v = theta[:, 0], theta[:, 1]
-        return torch.stack([u + v, u - v], dim=1) / math.sqrt(2.0)
+        return np.stack([u + v, u - v], axis=1) / math.sqrt(2.0)
 
     def from_chart(self, phi):
         p, q = phi[:, 0], phi[:, 1]
-        return torch.stack([p + q, p - q], dim=1) / math.sqrt(2.0)
+        return np.stack([p + q, p - q], axis=1) / math.sqrt(2.0)
 
     def chart_outputs(self, phi, X):
         p, q = phi[:, 0], phi[:, 1]
@@ -68,7 +68,13 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
     def chart_utility_gradient(self, phi, X, residual):
         minus_grad = X.T @ residual[:, 0] / X.shape[0]
         p, q = phi[:, 0], phi[:, 1]
-        return 0.5 * (p - q) * (p + q) * minus_grad, torch.stack([p * minus_grad, -q * minus_grad], dim=1)
+        grad = phi * minus_grad[:, None]
+        grad[:, 1] *= -1.0
+        return 0.5 * (p - q) * (p + q) * minus_grad, grad
+
+    def weighted_output(self, phi, X, weights):
+        p, q = phi[:, 0], phi[:, 1]
+        return (X @ (weights * 0.5 * (p - q) * (p + q)))[:, None]
 
     def __repr__(self):
         return f"DiagonalLinearNetwork(d={self.input_dim})"
@@ -145,7 +151,7 @@ def _moments(X, y):
     X, y = as_data(X, y)
     if y.shape[1] != 1:
         raise ValueError(f"y must have a single output coordinate for a diagonal network, got {y.shape[1]}")
-    X, y = X.numpy(), y[:, 0].numpy()
+    y = y[:, 0]
     n = X.shape[0]
     return X, y, X.T @ X / n, X.T @ y / n
 

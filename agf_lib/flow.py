@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 
 import numpy as np
-import torch
 from scipy.integrate import solve_ivp
 from tqdm import tqdm
 
@@ -43,13 +43,24 @@ __all__ = ["gradient_flow", "gradient_descent", "SOLVERS"]
 SOLVERS = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
 
 
-@contextlib.contextmanager
-def single_thread():
-    """Run torch on one thread, restoring the caller's setting afterwards.
+def uses_autograd(network):
+    """Whether ``network`` takes the torch-autograd fallback (no closed-form utility gradient)."""
+    return type(network).utility_gradient is TwoLayerNetwork.utility_gradient
 
-    The engines evaluate tiny tensors thousands of times; a thread pool only adds overhead there, and
-    under load (two pytest workers on two cores) it made one AGF run 8× slower. Usable as a decorator.
+
+@contextlib.contextmanager
+def single_thread(network=None):
+    """Run torch on one thread while ``network`` uses the autograd fallback, restoring the caller's setting.
+
+    The fallback evaluates tiny tensors thousands of times; a thread pool only adds overhead there, and
+    under load (two pytest workers on two cores) it made one AGF run 8× slower. Networks with closed
+    forms never touch torch, and torch is not imported for them.
     """
+    if network is None or not uses_autograd(network):
+        yield
+        return
+    import torch
+
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -115,11 +126,11 @@ def unpack_data(network, data):
 
 def to_polar(theta, name="theta0"):
     """Split parameters ``(H, P)`` (in the network's chart, ``network.to_chart(θ)``) into unit directions
-    and log-norms (float64 tensors)."""
-    norms = torch.linalg.vector_norm(theta, dim=1)
-    if bool((norms == 0).any()):
+    and log-norms."""
+    norms = np.sqrt(np.einsum("hp,hp->h", theta, theta))
+    if np.any(norms == 0):
         raise ValueError(f"every neuron of {name} must be nonzero (its direction is undefined at the origin)")
-    return theta / norms[:, None], torch.log(norms)
+    return theta / norms[:, None], np.log(norms)
 
 
 class PolarField:
@@ -129,39 +140,43 @@ class PolarField:
     neurons output nothing (their weight ``e^{κℓ}`` is replaced by zero) but keep a direction in
     ``self.dirs``, so networks whose neurons see different inputs (``g_i(x)``) are evaluated whole.
     Called with a fixed ``residual``, it is the utility flow of dormant neurons that do not enter
-    the residual, the first step of AGF (paper Eq. 2).
+    the residual, the first step of AGF (paper Eq. 2). ``evaluations`` counts utility-gradient calls.
     """
 
     def __init__(self, network, X, y, dirs, eta=1.0, adaptive_rate=False):
         self.network, self.X, self.y = network, X, y
-        self.dirs = dirs.clone()
+        self.dirs = dirs.copy()
         self.eta, self.adaptive_rate = eta, adaptive_rate
         self.kappa = float(network.kappa)
+        self.evaluations = 0
 
     def full(self, dirs, logn, index):
         """Directions of all neurons and the weights ``e^{κℓ_i}`` (zero outside ``index``; ``None``: all)."""
         if index is None:
-            return dirs, torch.exp(self.kappa * logn)
-        all_dirs = self.dirs.clone()
+            return dirs, np.exp(self.kappa * logn)
+        all_dirs = self.dirs.copy()
         all_dirs[index] = dirs
-        weights = torch.zeros(self.network.num_neurons, dtype=logn.dtype)
-        weights[index] = torch.exp(self.kappa * logn)
+        weights = np.zeros(self.network.num_neurons)
+        weights[index] = np.exp(self.kappa * logn)
         return all_dirs, weights
 
     def outputs(self, dirs, logn, index):
         """``Σ_{i ∈ index} e^{κℓ_i} f_i(·; θ̄_i)``, shape (n, c)."""
         all_dirs, weights = self.full(dirs, logn, index)
-        return torch.einsum("h,hnc->nc", weights, self.network.chart_outputs(all_dirs, self.X))
+        return self.network.weighted_output(all_dirs, self.X, weights)
 
     def utility_gradient(self, dirs, logn, residual, index):
         """``∇U_i(θ̄_i; r)`` of the neurons in ``index`` at their unit directions, shape (len(index), P)."""
-        all_dirs, _ = self.full(dirs, logn, index)
-        _, grad = self.network.chart_utility_gradient(all_dirs, self.X, residual)
-        return grad if index is None else grad[index]
+        self.evaluations += 1
+        if index is None:
+            return self.network.chart_utility_gradient(dirs, self.X, residual)[1]
+        all_dirs = self.dirs.copy()
+        all_dirs[index] = dirs
+        return self.network.chart_utility_gradient(all_dirs, self.X, residual)[1][index]
 
     def params(self, dirs, logn):
         """The parameters ``θ_i = e^{ℓ_i} θ̄_i`` in the network's own coordinates, shape (H, P)."""
-        return self.network.from_chart(torch.exp(logn)[:, None] * dirs)
+        return self.network.from_chart(np.exp(logn)[:, None] * dirs)
 
     def tolerances(self, atol, H):
         """``atol`` for :func:`scipy.integrate.solve_ivp`: in a chart (see :class:`TwoLayerNetwork`),
@@ -170,33 +185,47 @@ class PolarField:
             return atol
         return np.concatenate([np.full(H * self.network.num_params, 1e-300), np.full(H, atol)])
 
+    def rate(self, logn):
+        """The learning rate ``η‖θ_i‖^{κ−2}`` of each neuron's polar flow: a scalar ``η`` for κ = 2 or with
+        the adaptive rate, an array otherwise."""
+        if self.adaptive_rate or self.kappa == 2:
+            return self.eta
+        return self.eta * np.exp((self.kappa - 2) * logn)
+
     def velocity(self, dirs, logn, residual, index):
         """``(dθ̄/dt, dℓ/dt)`` of the neurons in ``index`` for a given residual."""
         grad = self.utility_gradient(dirs, logn, residual, index)
-        radial = (grad * dirs).sum(1)
-        rate = self.eta * torch.ones_like(logn) if self.adaptive_rate else self.eta * torch.exp((self.kappa - 2) * logn)
-        return rate[:, None] * (grad - radial[:, None] * dirs), rate * radial
+        radial = np.einsum("hp,hp->h", grad, dirs)
+        rate = self.rate(logn)
+        tangent = grad - radial[:, None] * dirs
+        if np.ndim(rate):
+            return rate[:, None] * tangent, rate * radial
+        return rate * tangent, rate * radial
 
     @staticmethod
     def split(state, H):
-        state = torch.from_numpy(np.ascontiguousarray(state))
         dirs = state[:-H].reshape(H, -1)
-        dirs = dirs / torch.linalg.vector_norm(dirs, dim=1, keepdim=True)
+        dirs = dirs / np.sqrt(np.einsum("hp,hp->h", dirs, dirs))[:, None]
         return dirs, state[-H:]
 
     def __call__(self, state, index=None, residual=None):
-        dirs, logn = self.split(state, self.network.num_neurons if index is None else len(index))
+        H = self.network.num_neurons if index is None else len(index)
+        dirs, logn = self.split(state, H)
         if residual is None:
             residual = self.y - self.outputs(dirs, logn, index)
         d_dirs, d_logn = self.velocity(dirs, logn, residual, index)
-        return torch.cat([d_dirs.reshape(-1), d_logn]).numpy()
+        velocity = np.empty(state.size)
+        velocity[:-H] = d_dirs.ravel()
+        velocity[-H:] = d_logn
+        return velocity
 
     def loss(self, dirs, logn, index=None):
-        return float(0.5 * ((self.y - self.outputs(dirs, logn, index)) ** 2).sum() / self.X.shape[0])
+        residual = self.y - self.outputs(dirs, logn, index)
+        return 0.5 * float(np.einsum("nc,nc->", residual, residual)) / self.X.shape[0]
 
 
 def pack(dirs, logn):
-    return torch.cat([dirs.reshape(-1), logn]).numpy().copy()
+    return np.concatenate([dirs.ravel(), logn])
 
 
 def sample_times(t_end, step_times, num_samples, times=None):
@@ -210,7 +239,6 @@ def sample_times(t_end, step_times, num_samples, times=None):
     return np.unique(np.concatenate(grid))
 
 
-@single_thread()
 def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rtol=1e-9, atol=1e-12,
                   num_samples=2000, times=None, record_params=False, adaptive_rate=False, progress=False):
     """Integrate gradient flow ``dΘ/dt = −η∇L(Θ)`` from ``theta0`` over ``[0, t_end]``.
@@ -233,7 +261,7 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
 
     Returns
     -------
-    Trajectory in GF time ``t``.
+    Trajectory in GF time ``t``; its ``evaluations`` counts the utility-gradient evaluations.
     """
     network = check_network(network)
     X, y = unpack_data(network, data)
@@ -245,57 +273,62 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     dirs, logn = to_polar(network.to_chart(theta0))
     field = PolarField(network, X, y, dirs, eta=eta, adaptive_rate=adaptive_rate)
 
-    with tqdm(total=t_end, disable=not progress, delay=2, desc="gradient flow", unit="t") as bar:
+    with single_thread(network), tqdm(total=t_end, disable=not progress, delay=2, desc="gradient flow",
+                                      unit="t") as bar:
         def rhs(t, state):
-            if t > bar.n:
+            if progress and t > bar.n:
                 bar.update(t - bar.n)
             return field(state)
 
         sol = solve_ivp(rhs, (0.0, t_end), pack(dirs, logn), method=method, rtol=rtol,
                         atol=field.tolerances(atol, H), dense_output=True)
-    if not sol.success:
-        raise RuntimeError(f"gradient flow integration failed: {sol.message}")
+        if not sol.success:
+            raise RuntimeError(f"gradient flow integration failed: {sol.message}")
+        evaluations = field.evaluations
 
-    times = sample_times(t_end, sol.t, num_samples, times)
-    states = sol.sol(times)
-    losses = np.empty(times.size)
-    log_norms = np.empty((times.size, H)) if record_params else None
-    params = np.empty((times.size, H, network.num_params)) if record_params else None
-    for k in range(times.size):
-        d_k, l_k = field.split(states[:, k], H)
-        losses[k] = field.loss(d_k, l_k)
-        if record_params:
-            log_norms[k] = l_k.numpy()
-            params[k] = field.params(d_k, l_k).numpy()
-    return Trajectory(times, losses, params=params, log_norms=log_norms)
+        times = sample_times(t_end, sol.t, num_samples, times)
+        states = sol.sol(times)
+        losses = np.empty(times.size)
+        log_norms = np.empty((times.size, H)) if record_params else None
+        params = np.empty((times.size, H, network.num_params)) if record_params else None
+        for k in range(times.size):
+            d_k, l_k = field.split(states[:, k], H)
+            losses[k] = field.loss(d_k, l_k)
+            if record_params:
+                log_norms[k] = l_k
+                params[k] = field.params(d_k, l_k)
+    return Trajectory(times, losses, params=params, log_norms=log_norms, evaluations=evaluations)
 
 
-@single_thread()
 def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, num_samples=2000, record_params=False):
-    """Fixed-step gradient descent ``Θ ← Θ − η∇L(Θ)`` in plain coordinates with torch autograd.
+    """Fixed-step gradient descent ``Θ ← Θ − η∇L(Θ)`` in plain coordinates: how the paper's public
+    notebooks train. Step ``k`` is reported at GF time ``k·η``.
 
-    This is how the paper's public notebooks train; step ``k`` is reported at GF time ``k·η``.
-    Use it side by side with :func:`gradient_flow`, which is faster and more accurate.
+    The loss gradient is the utility gradient at the full residual, ``∇_{θ_i}L(Θ) = −∇U_i(θ_i; y − f(Θ))``,
+    so every network's closed form serves here too. Use it side by side with :func:`gradient_flow`,
+    which is faster and more accurate.
     """
     network = check_network(network)
     X, y = unpack_data(network, data)
-    theta = network.check_theta(theta0, "theta0").clone().requires_grad_(True)
+    theta = network.check_theta(theta0, "theta0").copy()
     t_end, eta = check_positive(t_end, "t_end"), check_positive(eta, "eta")
+    check_num_samples(num_samples)
     num_steps = int(math.ceil(t_end / eta))
     record_every = max(1, num_steps // num_samples)
     times, losses, params = [], [], []
-    for step in range(num_steps + 1):
-        loss = 0.5 * ((y - network(theta, X)) ** 2).sum() / X.shape[0]
-        if step % record_every == 0 or step == num_steps:
-            times.append(step * eta)
-            losses.append(loss.item())
-            if record_params:
-                params.append(theta.detach().numpy().copy())
-        if step == num_steps:
-            break
-        (grad,) = torch.autograd.grad(loss, theta)
-        with torch.no_grad():
-            theta -= eta * grad
-    if not np.all(np.isfinite(losses)):
-        raise FloatingPointError(f"gradient descent diverged with eta = {eta}; use a smaller step")
+    n = X.shape[0]
+    with single_thread(network), np.errstate(over="ignore", invalid="ignore"):
+        for step in range(num_steps + 1):
+            residual = y - network(theta, X)
+            if step % record_every == 0 or step == num_steps:
+                times.append(step * eta)
+                losses.append(0.5 * float(np.einsum("nc,nc->", residual, residual)) / n)
+                if record_params:
+                    params.append(theta.copy())
+                if not math.isfinite(losses[-1]):
+                    raise FloatingPointError(f"gradient descent diverged at step {step} with eta = {eta}; "
+                                             "use a smaller step")
+            if step == num_steps:
+                break
+            theta += eta * network.utility_gradient(theta, X, residual)[1]
     return Trajectory(np.array(times), np.array(losses), params=np.array(params) if record_params else None)

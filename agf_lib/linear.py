@@ -28,11 +28,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 from scipy.integrate import solve_ivp
 
 from .flow import check_num_samples, check_positive, check_solver, sample_times
-from .network import FeedForwardNetwork
+from .network import FeedForwardNetwork, _as_float_array
 from .results import Staircase, Trajectory
 
 __all__ = ["FullyConnectedLinearNetwork", "population_data", "population_loss", "loss_gradient",
@@ -58,11 +57,11 @@ class FullyConnectedLinearNetwork(FeedForwardNetwork):
         C = residual.T @ X / X.shape[0]  # E[r xᵀ], shape (c, d)
         w, a = theta[:, : self.input_dim], theta[:, self.input_dim :]
         Cw = w @ C.T  # row h: C w_h
-        return (Cw * a).sum(1), torch.cat([a @ C, Cw], dim=1)
+        return (Cw * a).sum(1), np.concatenate([a @ C, Cw], axis=1)
 
     def factors(self, theta):
         """``(W, A)`` of shapes ``(H, d)`` and ``(c, H)`` from ``theta`` of shape ``(H, d + c)``."""
-        theta = np.asarray(theta.detach() if isinstance(theta, torch.Tensor) else theta, dtype=float)
+        theta = _as_float_array(theta, "theta")
         if theta.shape != (self.num_neurons, self.num_params):
             raise ValueError(f"theta must have shape {(self.num_neurons, self.num_params)}, got {theta.shape}")
         return theta[:, : self.input_dim].copy(), theta[:, self.input_dim :].T.copy()
@@ -78,7 +77,7 @@ class FullyConnectedLinearNetwork(FeedForwardNetwork):
     def product(self, theta):
         """The end-to-end map ``β = AW = Σ_h a_h w_hᵀ`` (shape ``(c, d)``) of ``theta`` of shape ``(H, d + c)``,
         or of every snapshot of a stack of shape ``(T, H, d + c)`` (e.g. ``Trajectory.params``): ``(T, c, d)``."""
-        theta = np.asarray(theta.detach() if isinstance(theta, torch.Tensor) else theta, dtype=float)
+        theta = _as_float_array(theta, "theta")
         if theta.shape[-2:] != (self.num_neurons, self.num_params) or theta.ndim not in (2, 3):
             raise ValueError(f"theta must have shape {(self.num_neurons, self.num_params)} or "
                              f"(T, {self.num_neurons}, {self.num_params}), got {theta.shape}")
@@ -96,7 +95,7 @@ class FullyConnectedLinearNetwork(FeedForwardNetwork):
         (decreasing, ``m = min(H, d + c)``) and ``directions`` of shape ``(..., m, d + c)``; ``theta`` may
         be a stack ``(T, H, d + c)``.
         """
-        theta = np.asarray(theta.detach() if isinstance(theta, torch.Tensor) else theta, dtype=float)
+        theta = _as_float_array(theta, "theta")
         if theta.shape[-2:] != (self.num_neurons, self.num_params) or theta.ndim not in (2, 3):
             raise ValueError(f"theta must have shape {(self.num_neurons, self.num_params)} or "
                              f"(T, {self.num_neurons}, {self.num_params}), got {theta.shape}")
@@ -112,7 +111,7 @@ class FullyConnectedLinearNetwork(FeedForwardNetwork):
 
 
 def _as_matrix(value, name):
-    if isinstance(value, torch.Tensor):
+    if type(value).__module__.startswith("torch"):
         value = value.detach().cpu().numpy()
     if isinstance(value, bool) or not isinstance(value, (np.ndarray, list, tuple)):
         raise TypeError(f"{name} must be a 2-D numpy array (or nested list), got {type(value).__name__}")
@@ -329,9 +328,8 @@ def gradient_flow(Sigma_xx, Sigma_yx, theta0, t_end, *, Sigma_yy=None, method="D
     """Population gradient flow ``dW/dt = AᵀR``, ``dA/dt = RWᵀ`` with ``R = Σ_yx − AWΣ_xx`` (``η = 1``).
 
     The same flow as :func:`agf_lib.gradient_flow` on :func:`population_data` with a
-    :class:`FullyConnectedLinearNetwork`, written with NumPy matrices instead of torch neurons (tens of
-    times faster). The state is the log of the Frobenius norm of Θ and its direction, so that α down
-    to 1e-100 neither underflows nor overflows; the float64 limit stated in :mod:`agf_lib.flow` still
+    :class:`FullyConnectedLinearNetwork`, written with matrices instead of neurons. The state is the
+    log of the Frobenius norm of Θ and its direction, so that α down to 1e-100 neither underflows nor overflows; the float64 limit stated in :mod:`agf_lib.flow` still
     applies (a dormant direction smaller than about ``rtol`` relative to an active one is resolved
     only to that accuracy).
 

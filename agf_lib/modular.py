@@ -28,11 +28,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from .dft import dft, dominant_frequencies, harmonic
 from .flow import check_positive, cubic_escape_scale
-from .network import DTYPE, TwoLayerNetwork, _check_alpha, _check_positive_int, _real_array
+from .network import TwoLayerNetwork, _check_alpha, _check_positive_int, _real_array
 from .results import Staircase
 
 __all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_theta", "utility",
@@ -95,13 +94,17 @@ class QuadraticModularNetwork(TwoLayerNetwork):
         z = theta[:, : 2 * self.p] @ X.T
         return (z * z).T @ theta[:, 2 * self.p :]
 
+    def weighted_output(self, phi, X, weights):
+        z = phi[:, : 2 * self.p] @ X.T
+        return (z * z * weights[:, None]).T @ phi[:, 2 * self.p :]
+
     def utility_gradient(self, theta, X, residual):
         n = X.shape[0]
         z = theta[:, : 2 * self.p] @ X.T                       # (H, n)
         s = theta[:, 2 * self.p :] @ residual.T                # (H, n)
         zz = z * z
         U = (zz * s).sum(1) / n
-        grad = torch.cat([(2.0 / n) * (z * s) @ X, zz @ residual / n], dim=1)
+        grad = np.concatenate([(2.0 / n) * (z * s) @ X, zz @ residual / n], axis=1)
         return U, grad
 
     def initial_theta(self, alpha, seed=0):
@@ -276,12 +279,11 @@ def output_power(network, theta, X):
     if not isinstance(network, QuadraticModularNetwork):
         raise TypeError(f"network must be a QuadraticModularNetwork, got {type(network).__name__}")
     theta = np.asarray(theta, dtype=float)
-    X_t = torch.as_tensor(np.asarray(X, dtype=float), dtype=DTYPE)
+    X = np.asarray(X, dtype=float)
     stack = theta[None] if theta.ndim == 2 else theta
     power = []
-    with torch.no_grad():
-        for snapshot in stack:
-            f = network(network.check_theta(snapshot), X_t).numpy()
-            power.append((np.abs(np.fft.fft(f, axis=1)) ** 2).mean(0)[: (network.p + 1) // 2])
+    for snapshot in stack:
+        f = network(network.check_theta(snapshot), X)
+        power.append((np.abs(np.fft.fft(f, axis=1)) ** 2).mean(0)[: (network.p + 1) // 2])
     power = np.array(power)
     return power[0] if theta.ndim == 2 else power

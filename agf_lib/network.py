@@ -18,27 +18,28 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 __all__ = ["TwoLayerNetwork", "FeedForwardNetwork", "as_data", "loss", "utility", "ACTIVATIONS"]
 
-DTYPE = torch.float64
+
+def _as_float_array(value, name):
+    """``value`` (NumPy array, list, tuple or torch tensor) as a float64 NumPy array, or a TypeError naming ``name``."""
+    if type(value).__module__.startswith("torch"):
+        value = value.detach().cpu().numpy()
+    if not isinstance(value, (np.ndarray, list, tuple)):
+        raise TypeError(f"{name} must be a numpy array or torch tensor, got {type(value).__name__}")
+    value = np.asarray(value)
+    if value.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}")
+    return value.astype(float)
 
 
 def as_data(X, y):
-    """Validate a data pair and return float64 tensors ``X`` of shape (n, d) and ``y`` of shape (n, c)."""
-    tensors = []
+    """Validate a data pair and return float64 arrays ``X`` of shape (n, d) and ``y`` of shape (n, c)."""
+    X, y = _as_float_array(X, "X"), _as_float_array(y, "y")
     for name, value in (("X", X), ("y", y)):
-        if isinstance(value, torch.Tensor):
-            value = value.detach().to(DTYPE)
-        elif isinstance(value, (np.ndarray, list, tuple)):
-            value = torch.as_tensor(np.asarray(value, dtype=float), dtype=DTYPE)
-        else:
-            raise TypeError(f"{name} must be a numpy array or torch tensor, got {type(value).__name__}")
-        if not bool(torch.isfinite(value).all()):
+        if not np.all(np.isfinite(value)):
             raise ValueError(f"{name} contains NaN or infinite values")
-        tensors.append(value)
-    X, y = tensors
     if X.ndim != 2:
         raise ValueError(f"X must have shape (n, d), got {tuple(X.shape)}")
     if y.ndim == 1:
@@ -50,7 +51,7 @@ def as_data(X, y):
 
 def _real_array(value, name, what="an array"):
     """``value`` (array, list, tuple or tensor) as a finite float array; TypeError/ValueError naming ``name``."""
-    if isinstance(value, torch.Tensor):
+    if type(value).__module__.startswith("torch"):
         value = value.detach().cpu().numpy()
     if not isinstance(value, (np.ndarray, list, tuple)):
         raise TypeError(f"{name} must be {what} of real numbers, got {type(value).__name__}")
@@ -79,11 +80,18 @@ def _check_positive_int(value, name):
 
 
 class TwoLayerNetwork:
-    """Base class: subclasses set ``kappa``, ``num_neurons``, ``num_params``, ``output_dim``, ``input_dim``
-    and implement :meth:`neuron_outputs`.
+    """Base class: subclasses set ``kappa``, ``num_neurons``, ``num_params``, ``output_dim`` and ``input_dim``.
 
-    :meth:`utility_gradient` is computed with torch autograd; a subclass may override it with a
-    closed form for speed.
+    Every method takes and returns float64 NumPy arrays. A subclass provides its outputs in one of two ways:
+
+    * the fast path: :meth:`neuron_outputs` and :meth:`utility_gradient` in closed form, in NumPy
+      (every network of the library does this); or
+    * the fallback: :meth:`torch_outputs`, the same outputs written with torch operations, from which
+      :meth:`neuron_outputs` and :meth:`utility_gradient` are derived (the gradient by autograd).
+
+    On the book's sizes (H ≤ 100 neurons, n ≤ 1000 samples) a NumPy evaluation costs tens of µs and
+    a torch one hundreds, nearly all of it per-operation overhead: the engines call these methods
+    thousands of times, so the closed form decides their speed.
     """
 
     kappa: float
@@ -92,9 +100,19 @@ class TwoLayerNetwork:
     input_dim: int
     output_dim: int
 
+    def torch_outputs(self, theta, X):
+        """Every neuron's output as a torch tensor of shape ``(H, n, c)``, from torch tensors ``theta``
+        and ``X``: implement it (and nothing else) for a network without closed forms."""
+        raise NotImplementedError(f"{type(self).__name__} must implement neuron_outputs and utility_gradient "
+                                  "(NumPy, closed form) or torch_outputs (torch, differentiated by autograd)")
+
     def neuron_outputs(self, theta, X):
-        """Every neuron's output ``f_i(x_n; θ_i)``: tensor of shape ``(H, n, c)``."""
-        raise NotImplementedError
+        """Every neuron's output ``f_i(x_n; θ_i)``: array of shape ``(H, n, c)``."""
+        import torch
+
+        with torch.no_grad():
+            return self.torch_outputs(torch.from_numpy(np.asarray(theta, dtype=float)),
+                                      torch.from_numpy(np.asarray(X, dtype=float))).numpy()
 
     def __call__(self, theta, X):
         """The network's output ``f(x_n; Θ) = Σ_i f_i(x_n; θ_i)``, shape ``(n, c)``."""
@@ -102,11 +120,14 @@ class TwoLayerNetwork:
 
     def utility_gradient(self, theta, X, residual):
         """Utilities ``U_i(θ_i; r)`` (shape ``(H,)``) and their gradients ``∇_{θ_i} U_i`` (shape ``(H, P)``)."""
-        theta = theta.detach().requires_grad_(True)
+        import torch
+
+        theta = torch.tensor(np.asarray(theta, dtype=float), requires_grad=True)
+        X, residual = torch.from_numpy(np.asarray(X, dtype=float)), torch.from_numpy(np.asarray(residual, dtype=float))
         with torch.enable_grad():
-            U = torch.einsum("hnc,nc->h", self.neuron_outputs(theta, X), residual) / X.shape[0]
+            U = torch.einsum("hnc,nc->h", self.torch_outputs(theta, X), residual) / X.shape[0]
             (grad,) = torch.autograd.grad(U.sum(), theta)
-        return U.detach(), grad
+        return U.detach().numpy(), grad.numpy()
 
     # The engines integrate each neuron in polar coordinates of a *chart* ``φ_i = C(θ_i)``, a linear
     # isometry of the neuron's parameters (the identity unless a subclass overrides the four methods
@@ -115,6 +136,11 @@ class TwoLayerNetwork:
     # (u, v) the same fact is a difference of two numbers near 1/√2, lost in float64 once ‖θ‖ ≫ 1e8 α.
     # With ``has_chart`` the engines control the error of direction components relatively.
     has_chart = False
+
+    # Set by networks whose every neuron's utility is a quadratic form in its parameters (κ = 2, the
+    # output linear in each of two blocks: linear and diagonal networks). Their utility gradient is
+    # linear in θ_i, and AGF solves the utility flow in closed form (a matrix exponential).
+    quadratic_utility = False
 
     def to_chart(self, theta):
         return theta
@@ -130,18 +156,21 @@ class TwoLayerNetwork:
         """:meth:`utility_gradient` with the gradient taken in chart coordinates."""
         return self.utility_gradient(phi, X, residual)
 
+    def weighted_output(self, phi, X, weights):
+        """``Σ_i weights_i f_i(x_n; φ_i)`` for chart coordinates ``phi``, shape ``(n, c)``: what the engines
+        evaluate, with ``weights_i = ‖θ_i‖^κ`` and unit directions ``phi``. Override it where the sum is
+        cheaper than the ``(H, n, c)`` array of every neuron's output."""
+        return np.einsum("h,hnc->nc", weights, self.chart_outputs(phi, X))
+
     def check_theta(self, theta, name="theta"):
-        """Validate parameters and return them as a float64 tensor of shape ``(H, P)``."""
-        if isinstance(theta, np.ndarray):
-            theta = torch.as_tensor(theta, dtype=DTYPE)
-        elif isinstance(theta, torch.Tensor):
-            theta = theta.detach().to(DTYPE)
-        else:
+        """Validate parameters and return them as a float64 array of shape ``(H, P)``."""
+        if not (isinstance(theta, np.ndarray) or type(theta).__module__.startswith("torch")):
             raise TypeError(f"{name} must be a numpy array or torch tensor, got {type(theta).__name__}")
+        theta = _as_float_array(theta, name)
         expected = (self.num_neurons, self.num_params)
         if tuple(theta.shape) != expected:
             raise ValueError(f"{name} must have shape {expected} (one row per neuron), got {tuple(theta.shape)}")
-        if not bool(torch.isfinite(theta).all()):
+        if not np.all(np.isfinite(theta)):
             raise ValueError(f"{name} contains NaN or infinite values")
         return theta
 
@@ -159,23 +188,21 @@ def loss(network, theta, X, y):
     """The loss ``L(Θ) = E_x[½‖y − f(x; Θ)‖²]`` (mean over samples, sum over outputs), as a float."""
     X, y = network.check_data(X, y)
     theta = network.check_theta(theta)
-    with torch.no_grad():
-        return float(0.5 * ((y - network(theta, X)) ** 2).sum() / X.shape[0])
+    return float(0.5 * ((y - network(theta, X)) ** 2).sum() / X.shape[0])
 
 
 def utility(network, theta, X, residual):
     """Each neuron's utility ``U_i(θ_i; r) = E_x[⟨f_i(x; θ_i), r(x)⟩]`` (paper Eq. 1), shape ``(H,)``."""
     X, residual = network.check_data(X, residual)
     theta = network.check_theta(theta)
-    with torch.no_grad():
-        return (torch.einsum("hnc,nc->h", network.neuron_outputs(theta, X), residual) / X.shape[0]).numpy()
+    return np.einsum("hnc,nc->h", network.neuron_outputs(theta, X), residual) / X.shape[0]
 
 
-# name -> (σ, homogeneity degree of a σ(wᵀx) in θ = (w, a))
+# name -> (σ, σ', homogeneity degree of a σ(wᵀx) in θ = (w, a)); relu' is the subgradient 1[z > 0]
 ACTIVATIONS = {
-    "linear": (lambda z: z, 2),
-    "relu": (torch.relu, 2),
-    "square": (lambda z: z * z, 3),
+    "linear": (lambda z: z, np.ones_like, 2),
+    "relu": (lambda z: np.maximum(z, 0.0), lambda z: (z > 0).astype(float), 2),
+    "square": (lambda z: z * z, lambda z: 2.0 * z, 3),
 }
 
 
@@ -184,6 +211,9 @@ class FeedForwardNetwork(TwoLayerNetwork):
 
     Each row of ``theta`` is ``θ_i = (w_i, a_i)`` with ``w_i ∈ R^d`` then ``a_i ∈ R^c`` (``P = d + c``).
     ``activation`` is one of ``"linear"`` (κ = 2), ``"relu"`` (κ = 2) or ``"square"`` (κ = 3).
+    With ``z_in = w_iᵀx_n`` and ``m_in = ⟨a_i, r_n⟩`` the utility and its gradient are closed forms:
+
+        U_i = E_n[σ(z_in) m_in],   ∇_{w_i} U_i = E_n[σ'(z_in) m_in x_n],   ∇_{a_i} U_i = E_n[σ(z_in) r_n].
     """
 
     def __init__(self, d, H, c=1, activation="linear"):
@@ -193,11 +223,27 @@ class FeedForwardNetwork(TwoLayerNetwork):
         self.input_dim, self.num_neurons, self.output_dim = d, H, c
         self.num_params = self.input_dim + self.output_dim
         self.activation = activation
-        self.sigma, self.kappa = ACTIVATIONS[activation]
+        self.sigma, self.sigma_prime, self.kappa = ACTIVATIONS[activation]
+        self.quadratic_utility = activation == "linear"
 
     def neuron_outputs(self, theta, X):
         w, a = theta[:, : self.input_dim], theta[:, self.input_dim :]
         return self.sigma(w @ X.T)[:, :, None] * a[:, None, :]
+
+    def weighted_output(self, phi, X, weights):
+        w, a = phi[:, : self.input_dim], phi[:, self.input_dim :]
+        return (self.sigma(w @ X.T) * weights[:, None]).T @ a
+
+    def utility_gradient(self, theta, X, residual):
+        n, d = X.shape[0], self.input_dim
+        w, a = theta[:, :d], theta[:, d:]
+        z = w @ X.T                                   # (H, n)
+        m = a @ residual.T                            # (H, n)
+        s = self.sigma(z)
+        grad = np.empty_like(theta)
+        grad[:, :d] = (self.sigma_prime(z) * m) @ X / n
+        grad[:, d:] = s @ residual / n
+        return (s * m).sum(1) / n, grad
 
     def initial_theta(self, alpha, seed=0):
         """The paper's initialization ``a_i ~ N(0, α²/(2c) I)``, ``w_i ~ N(0, α²/(2d) I)``, seeded."""

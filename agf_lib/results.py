@@ -32,6 +32,8 @@ class Trajectory:
         ``log ||θ_i(t)||`` per neuron; exact even where ``params`` underflows (α down to 1e-100).
     time_unit : str
         How ``times`` is measured, e.g. ``"t"`` or ``"t / log(1/α)"``.
+    evaluations : int or None
+        How many utility gradients the engine evaluated to compute it (its unit of work).
     """
 
     times: np.ndarray
@@ -39,6 +41,7 @@ class Trajectory:
     params: np.ndarray | None = None
     log_norms: np.ndarray | None = None
     time_unit: str = "t"
+    evaluations: int | None = None
 
     def loss_at(self, t):
         """Loss at time(s) ``t`` by linear interpolation between samples."""
@@ -96,6 +99,12 @@ class Staircase:
         ``active[k]``: the indices active on level k (after the cost step of jump k).
     time_unit : str
         How ``times`` is measured.
+    deactivated : list of tuples
+        ``deactivated[k-1]``: the indices that returned to dormancy at jump k.
+    stop_reason : str or None
+        Why an engine's loop ended (see :func:`agf_lib.alternating_gradient_flow`); None for closed forms.
+    evaluations : int or None
+        Utility-gradient evaluations an engine made to compute it; None for closed forms.
     """
 
     times: np.ndarray
@@ -105,6 +114,8 @@ class Staircase:
     active: list | None = None
     time_unit: str = "t"
     deactivated: list = field(default_factory=list)
+    stop_reason: str | None = None
+    evaluations: int | None = None
 
     def __post_init__(self):
         times = np.asarray(self.times, dtype=float)

@@ -60,3 +60,19 @@ def sign_reversal_problem():
     X = math.sqrt(2.0) * np.linalg.cholesky(Sigma_xx).T
     y = np.linalg.solve(X.T, 2.0 * Sigma_xy)
     return X, y
+
+
+@pytest.fixture
+def autograd_utility_gradient():
+    """A reference for closed-form utility gradients: ``(U, ∇U)`` by torch autograd from ``outputs(theta, X)``,
+    every neuron's output written with torch operations (shape (H, n, c))."""
+    import torch
+
+    def reference(outputs, theta, X, residual):
+        theta = torch.tensor(np.asarray(theta, dtype=float), requires_grad=True)
+        X, residual = torch.as_tensor(np.asarray(X, dtype=float)), torch.as_tensor(np.asarray(residual, dtype=float))
+        U = torch.einsum("hnc,nc->h", outputs(theta, X), residual) / X.shape[0]
+        (grad,) = torch.autograd.grad(U.sum(), theta)
+        return U.detach().numpy(), grad.numpy()
+
+    return reference

@@ -65,8 +65,7 @@ def heads_for_map(lam, v, Sigma, N, k):
 
 
 def utility_and_gradient(network, theta, X, residual):
-    U, grad = network.utility_gradient(torch.as_tensor(theta), torch.as_tensor(X), torch.as_tensor(residual))
-    return U.numpy(), grad.numpy()
+    return network.utility_gradient(theta, X, residual)
 
 
 CASES = [(0, 2, 3), (1, 3, 10), (2, 4, 5), (3, 3, 20)]  # (seed, d, N)
@@ -177,7 +176,7 @@ def test_outputs_are_the_bilinear_forms_and_depend_on_theta_only_through_M():
     X, _ = attention.sample_prompts(Sigma, N, 40, seed=1)
     net = LinearAttentionNetwork(d, H)
     theta = np.random.default_rng(0).normal(size=(H, 1 + 2 * d))
-    outputs = net.neuron_outputs(torch.as_tensor(theta), torch.as_tensor(X)).numpy()
+    outputs = net.neuron_outputs(theta, X)
     assert outputs.shape == (H, 40, 1) and net.kappa == 3 and net.num_params == 1 + 2 * d
     assert (net.input_dim, net.output_dim, net.num_neurons) == (d * d, 1, H)
     for h in range(H):
@@ -186,7 +185,7 @@ def test_outputs_are_the_bilinear_forms_and_depend_on_theta_only_through_M():
         np.testing.assert_allclose(outputs[h, :, 0], explicit, rtol=1e-12, atol=1e-12 * np.abs(explicit).max())
     M = sum(theta[h, 0] * np.outer(theta[h, 1 : 1 + d], theta[h, 1 + d :]) for h in range(H))
     np.testing.assert_allclose(net.product(theta), M, rtol=1e-14, atol=1e-15 * np.abs(M).max())
-    total = net(torch.as_tensor(theta), torch.as_tensor(X)).numpy()[:, 0]
+    total = net(theta, X)[:, 0]
     np.testing.assert_allclose(total, X @ M.ravel(), rtol=1e-12, atol=1e-12 * np.abs(total).max())
     # a stack of snapshots gives a stack of maps
     stack = np.stack([theta, 2 * theta])
@@ -195,7 +194,7 @@ def test_outputs_are_the_bilinear_forms_and_depend_on_theta_only_through_M():
 
 
 @pytest.mark.parametrize("data", ["prompts", "population"])
-def test_closed_form_utility_gradient_matches_autograd(data):
+def test_closed_form_utility_gradient_matches_autograd(data, autograd_utility_gradient):
     d, H, N = 3, 5, 7
     Sigma, _, _ = random_covariance(5, d)
     if data == "prompts":
@@ -204,33 +203,37 @@ def test_closed_form_utility_gradient_matches_autograd(data):
         X, y = attention.population_data(Sigma, N)
     net = LinearAttentionNetwork(d, H)
     rng = np.random.default_rng(1)
-    theta = torch.as_tensor(rng.normal(size=(H, 1 + 2 * d)))
-    X, y = torch.as_tensor(X), torch.as_tensor(y)
-    residual = y - 0.01 * net(theta, X) + torch.as_tensor(rng.normal(size=tuple(y.shape)))
+    theta = rng.normal(size=(H, 1 + 2 * d))
+    residual = y.reshape(-1, 1) - 0.01 * net(theta, X) + rng.normal(size=(len(y), 1))
     U, grad = net.utility_gradient(theta, X, residual)
-    U_ref, grad_ref = TwoLayerNetwork.utility_gradient(net, theta, X, residual)
+
+    def heads(theta, X):  # ŷ_h = V_h K_hᵀ Φ Q_h, written with torch operations
+        Phi = X.reshape(-1, d, d)
+        return (theta[:, 0, None] * torch.einsum("hi,nij,hj->hn", theta[:, 1 : 1 + d], Phi, theta[:, 1 + d :]))[..., None]
+
+    U_ref, grad_ref = autograd_utility_gradient(heads, theta, X, residual)
     assert U.shape == (H,) and grad.shape == (H, 1 + 2 * d)
     # the same sums in another order: rounding of a few ulps of the largest term
-    np.testing.assert_allclose(U, U_ref, rtol=1e-12, atol=1e-12 * float(U_ref.abs().max()))
-    np.testing.assert_allclose(grad, grad_ref, rtol=1e-12, atol=1e-12 * float(grad_ref.abs().max()))
+    np.testing.assert_allclose(U, U_ref, rtol=1e-12, atol=1e-12 * np.abs(U_ref).max())
+    np.testing.assert_allclose(grad, grad_ref, rtol=1e-12, atol=1e-12 * np.abs(grad_ref).max())
     np.testing.assert_allclose(U, agf_lib.utility(net, theta, X, residual), rtol=1e-12,
-                               atol=1e-12 * float(U_ref.abs().max()))
+                               atol=1e-12 * np.abs(U_ref).max())
 
 
 def test_heads_are_homogeneous_of_degree_three_and_satisfy_euler_identity():
     d, H, N = 3, 4, 5
     Sigma, _, _ = random_covariance(6, d)
-    X, y = (torch.as_tensor(a) for a in attention.population_data(Sigma, N))
+    X, y = attention.population_data(Sigma, N)
     net = LinearAttentionNetwork(d, H)
-    theta = torch.as_tensor(np.random.default_rng(3).normal(size=(H, 1 + 2 * d)))
+    theta = np.random.default_rng(3).normal(size=(H, 1 + 2 * d))
     outputs = net.neuron_outputs(theta, X)
-    scales = torch.tensor([0.1, 0.7, 1.0, 2.5], dtype=torch.float64)
+    scales = np.array([0.1, 0.7, 1.0, 2.5])
     scaled = net.neuron_outputs(theta * scales[:, None], X)
     np.testing.assert_allclose(scaled, outputs * scales[:, None, None] ** 3, rtol=1e-12,
-                               atol=1e-12 * float(scaled.abs().max()))
-    residual = y - 0.5 * net(theta, X)
+                               atol=1e-12 * np.abs(scaled).max())
+    residual = y.reshape(-1, 1) - 0.5 * net(theta, X)
     U, grad = net.utility_gradient(theta, X, residual)
-    np.testing.assert_allclose((theta * grad).sum(1), 3 * U, rtol=1e-12, atol=1e-12 * float(U.abs().max()))
+    np.testing.assert_allclose((theta * grad).sum(1), 3 * U, rtol=1e-12, atol=1e-12 * np.abs(U).max())
 
 
 @pytest.mark.parametrize("alpha", [1e-6, 0.3])
@@ -383,7 +386,7 @@ def test_max_utility_after_k_components_is_N_lambda_squared_over_three_root_thre
             net_k = LinearAttentionNetwork(d, k)
             np.testing.assert_allclose(net_k.product(heads), stair.states[k], rtol=1e-12,
                                        atol=1e-14 * np.abs(stair.states[k]).max())
-            residual = y - net_k(torch.as_tensor(heads), torch.as_tensor(X)).numpy()
+            residual = y - net_k(heads, X)
         else:
             residual = y
         if k == d:  # everything learned: no head has any utility left
@@ -433,11 +436,11 @@ def test_heads_on_different_eigenvectors_decouple(seed, d, N):
     np.testing.assert_allclose(attention.population_loss(net.product(theta), Sigma, N) - L0,
                                sum(s - L0 for s in exact), rtol=1e-12)
     # and each head's loss gradient −∇U_h(θ_h; r) is the one it has alone: gradient flow decouples
-    Xt, yt, tt = torch.as_tensor(X), torch.as_tensor(y), torch.as_tensor(theta)
-    _, together = net.utility_gradient(tt, Xt, yt - net(tt, Xt))
+    y = y.reshape(-1, 1)
+    _, together = net.utility_gradient(theta, X, y - net(theta, X))
     for h in range(H):
-        _, alone = one.utility_gradient(tt[h : h + 1], Xt, yt - one(tt[h : h + 1], Xt))
-        np.testing.assert_allclose(together[h], alone[0], rtol=1e-9, atol=1e-10 * float(together.abs().max()))
+        _, alone = one.utility_gradient(theta[h : h + 1], X, y - one(theta[h : h + 1], X))
+        np.testing.assert_allclose(together[h], alone[0], rtol=1e-9, atol=1e-10 * np.abs(together).max())
     # a control: two heads on the same eigenvector do interact (the cross term is
     # (K_0ᵀ E[S²] K_1)(Q_1ᵀ Σ Q_0), which vanishes as soon as the keys or the queries are on different v's)
     mixed = theta.copy()

@@ -23,7 +23,6 @@ import math
 import mpmath
 import numpy as np
 import pytest
-import torch
 from conftest import make_regression
 from scipy.optimize import brentq, nnls
 
@@ -333,14 +332,15 @@ def test_diagonal_chart_is_an_isometry_that_computes_the_same_network():
     (u, v), with the gradient rotated the same way (the chart is its own inverse)."""
     rng = np.random.default_rng(3)
     network = diagonal.DiagonalLinearNetwork(4)
-    theta = torch.as_tensor(rng.normal(size=(4, 2)))
-    X = torch.as_tensor(rng.normal(size=(7, 4)))
-    residual = torch.as_tensor(rng.normal(size=(7, 1)))
+    theta, X, residual = rng.normal(size=(4, 2)), rng.normal(size=(7, 4)), rng.normal(size=(7, 1))
     phi = network.to_chart(theta)
-    torch.testing.assert_close(network.from_chart(phi), theta, rtol=1e-15, atol=1e-15)
-    torch.testing.assert_close(torch.linalg.vector_norm(phi, dim=1), torch.linalg.vector_norm(theta, dim=1))
-    torch.testing.assert_close(network.chart_outputs(phi, X), network.neuron_outputs(theta, X))
+    np.testing.assert_allclose(network.from_chart(phi), theta, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(np.linalg.norm(phi, axis=1), np.linalg.norm(theta, axis=1), rtol=1e-15)
+    np.testing.assert_allclose(network.chart_outputs(phi, X), network.neuron_outputs(theta, X), rtol=1e-14)
+    weights = rng.uniform(size=4)
+    np.testing.assert_allclose(network.weighted_output(phi, X, weights),
+                               np.einsum("h,hnc->nc", weights, network.neuron_outputs(theta, X)), rtol=1e-13)
     U_chart, grad_chart = network.chart_utility_gradient(phi, X, residual)
     U, grad = network.utility_gradient(theta, X, residual)
-    torch.testing.assert_close(U_chart, U)
-    torch.testing.assert_close(grad_chart, network.to_chart(grad))
+    np.testing.assert_allclose(U_chart, U, rtol=1e-14)
+    np.testing.assert_allclose(grad_chart, network.to_chart(grad), rtol=1e-14, atol=1e-15)

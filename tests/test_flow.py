@@ -137,8 +137,7 @@ def test_generic_gradient_flow_reverses_a_coordinate_sign_on_time_at_alpha_1e_10
 
 def utility_flow(network, X, y, theta0, times):
     """Polar states (directions, log-norms) of the utility flow with the residual frozen at ``y``."""
-    theta0 = torch.as_tensor(theta0)
-    dirs, logn = to_polar(theta0)
+    dirs, logn = to_polar(np.asarray(theta0, dtype=float))
     field = PolarField(network, X, y, dirs)
     sol = solve_ivp(lambda t, state: field(state, None, y), (0.0, times[-1]), pack(dirs, logn), method="DOP853",
                     rtol=1e-12, atol=1e-13, t_eval=times)
@@ -200,21 +199,67 @@ def test_network_loss_and_utility_follow_the_paper_conventions(feedforward_probl
     np.testing.assert_allclose(agf_lib.utility(network, theta, X, y), [np.mean(o * y) for o in outputs], rtol=1e-14)
 
 
-def test_engines_run_on_one_torch_thread_and_restore_the_callers_setting(regression_problem):
-    X, y = regression_problem
+class AutogradFeedForward(FeedForwardNetwork):
+    """The same network through the torch-autograd fallback: only :meth:`torch_outputs` is given."""
+
+    neuron_outputs = agf_lib.TwoLayerNetwork.neuron_outputs
+    utility_gradient = agf_lib.TwoLayerNetwork.utility_gradient
+    weighted_output = agf_lib.TwoLayerNetwork.weighted_output
+
+    def torch_outputs(self, theta, X):
+        w, a = theta[:, : self.input_dim], theta[:, self.input_dim :]
+        z = w @ X.T
+        sigma = {"linear": lambda z: z, "relu": torch.relu, "square": lambda z: z * z}[self.activation]
+        return sigma(z)[:, :, None] * a[:, None, :]
+
+
+@pytest.mark.parametrize("activation", ["linear", "relu", "square"])
+def test_closed_form_utility_gradient_matches_the_autograd_fallback(feedforward_problem, activation):
+    closed = FeedForwardNetwork(d=3, H=5, c=2, activation=activation)
+    fallback = AutogradFeedForward(d=3, H=5, c=2, activation=activation)
+    rng = np.random.default_rng(4)
+    theta, X, residual = rng.normal(size=(5, 5)), rng.normal(size=(30, 3)), rng.normal(size=(30, 2))
+    U, grad = closed.utility_gradient(theta, X, residual)
+    U_ref, grad_ref = fallback.utility_gradient(theta, X, residual)
+    np.testing.assert_allclose(U, U_ref, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(grad, grad_ref, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(closed.neuron_outputs(theta, X), fallback.neuron_outputs(theta, X), rtol=1e-14)
+    np.testing.assert_allclose(closed.weighted_output(theta, X, np.arange(5.0)),
+                               fallback.weighted_output(theta, X, np.arange(5.0)), rtol=1e-13, atol=1e-14)
+
+
+def test_a_network_with_neither_closed_forms_nor_torch_outputs_says_what_to_implement():
+    class Bare(agf_lib.TwoLayerNetwork):
+        kappa, num_neurons, num_params, input_dim, output_dim = 2, 1, 2, 1, 1
+
+    with pytest.raises(NotImplementedError, match="neuron_outputs and utility_gradient .* or torch_outputs"):
+        Bare().utility_gradient(np.ones((1, 2)), np.ones((3, 1)), np.ones((3, 1)))
+
+
+def test_both_engines_agree_through_the_autograd_fallback(feedforward_problem):
+    network, fallback = (cls(d=3, H=3, c=1, activation="square") for cls in (FeedForwardNetwork, AutogradFeedForward))
+    theta0 = network.initial_theta(0.05, seed=1)
+    times = np.linspace(0.0, 30.0, 31)
+    fast = gradient_flow(network, feedforward_problem, theta0, 30.0, times=times)
+    slow = gradient_flow(fallback, feedforward_problem, theta0, 30.0, times=times)
+    assert fast.losses[-1] < 0.5 * fast.losses[0]  # through the drop
+    np.testing.assert_allclose(slow.losses, fast.losses, rtol=1e-12)  # measured 5e-14
+
+
+def test_the_autograd_fallback_runs_torch_on_one_thread_and_restores_the_callers_setting(feedforward_problem):
     seen = []
-    network = diagonal.DiagonalLinearNetwork(5)
-    original = network.chart_utility_gradient
+    network = AutogradFeedForward(d=3, H=2, c=1, activation="linear")
+    original = network.torch_outputs
 
     def spy(*args):
         seen.append(torch.get_num_threads())
         return original(*args)
 
-    network.chart_utility_gradient = spy
+    network.torch_outputs = spy
     previous = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        gradient_flow(network, (X, y), diagonal.initial_theta(5, 1e-3), 1.0, num_samples=10)
+        gradient_flow(network, feedforward_problem, network.initial_theta(1e-3), 1.0, num_samples=10)
         assert seen and set(seen) == {1}
         assert torch.get_num_threads() == 2
     finally:

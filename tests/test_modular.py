@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import pytest
-import torch
 from scipy.optimize import minimize
 
 import agf_lib
@@ -54,11 +53,11 @@ def test_dataset_holds_every_pair_of_shifts_and_their_sum(p):
 def test_closed_form_outputs_and_utility_gradients_match_autograd():
     p, H = 7, 5
     x = random_template(p, 1)
-    X, Y = (torch.as_tensor(a) for a in modular.dataset(x))
+    X, Y = modular.dataset(x)
     net = modular.QuadraticModularNetwork(p, H)
     # the same network written as a generic square-activation network: w_i = (u_i, v_i), a_i = w_i
     generic = agf_lib.FeedForwardNetwork(2 * p, H, p, activation="square")
-    theta = torch.as_tensor(np.random.default_rng(2).normal(size=(H, 3 * p)))
+    theta = np.random.default_rng(2).normal(size=(H, 3 * p))
     np.testing.assert_allclose(net.neuron_outputs(theta, X), generic.neuron_outputs(theta, X), rtol=1e-12)
     np.testing.assert_allclose(net(theta, X), generic(theta, X), rtol=1e-12, atol=1e-12)
     residual = Y - 0.1 * net(theta, X)
@@ -126,7 +125,7 @@ def test_levels_are_the_losses_of_six_harmonic_neurons_per_learned_frequency(p):
         # the learned template of level k: the network computes (a+b)·x_k
         X, _ = modular.dataset(x)
         net = modular.QuadraticModularNetwork(p, theta.shape[0])
-        np.testing.assert_allclose(net(torch.as_tensor(theta), torch.as_tensor(X)).numpy(),
+        np.testing.assert_allclose(net(theta, X),
                                    modular.dataset(stair.states[k] + 0.0)[1], atol=1e-10)
 
 
@@ -188,12 +187,12 @@ def test_loss_gradient_of_an_aligned_group_lives_at_xi_and_3xi_and_vanishes_for_
     resonant = min(3 * xi % p, -3 * xi % p)
     x_cut = np.fft.ifft(np.where(np.isin(np.arange(p), [resonant, p - resonant]), 0, np.fft.fft(x))).real
     for template, coupled in ((x, True), (x_cut, False)):
-        X, Y = (torch.as_tensor(a) for a in modular.dataset(template))
+        X, Y = modular.dataset(template)
         group = modular.harmonic_neurons(template, xi)
         for N in (1, 2, 3, 6):
             net = modular.QuadraticModularNetwork(p, N)
-            theta = torch.as_tensor(group[:N])
-            grad = net.utility_gradient(theta, X, Y - net(theta, X))[1].numpy().reshape(N, 3, p)
+            theta = group[:N]
+            grad = net.utility_gradient(theta, X, Y - net(theta, X))[1].reshape(N, 3, p)
             power = dft.power_spectrum(grad).max((0, 1))
             scale = dft.power_spectrum(group[:N].reshape(N, 3, p)).max()
             assert np.delete(power, [xi, resonant]).max() < 1e-24 * scale
@@ -216,12 +215,12 @@ def test_relabelling_residues_is_a_symmetry_of_loss_and_gradient(m):
     theta_new = dft.relabel(theta.reshape(H, 3, p), m).reshape(H, 3 * p)
     np.testing.assert_allclose(network_loss(theta_new, x_new), network_loss(theta, x), rtol=1e-12)
     for data, params in ((modular.dataset(x), theta), (modular.dataset(x_new), theta_new)):
-        X, Y = (torch.as_tensor(a) for a in data)
-        U, grad = net.utility_gradient(torch.as_tensor(params), X, Y)
+        X, Y = data
+        U, grad = net.utility_gradient(params, X, Y)
         if params is theta:
-            U0, grad0 = U, grad.numpy()
+            U0, grad0 = U, grad
     np.testing.assert_allclose(U, U0, rtol=1e-12)
-    np.testing.assert_allclose(grad.numpy(), dft.relabel(grad0.reshape(H, 3, p), m).reshape(H, 3 * p), atol=1e-12)
+    np.testing.assert_allclose(grad, dft.relabel(grad0.reshape(H, 3, p), m).reshape(H, 3 * p), atol=1e-12)
 
 
 def test_initial_theta_has_the_papers_scale_is_seeded_and_survives_tiny_alpha():
