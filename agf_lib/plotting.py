@@ -1,37 +1,218 @@
-"""One figure style for the whole book, and the plots every chapter draws: loss curves with a staircase on top."""
+"""One figure standard for the whole book, and the plots every chapter draws.
+
+The standard, in numbers. The book's content column is about 680 CSS px wide at a 1280 px window, so a
+figure is laid out for a column of ``COLUMN_WIDTH_IN`` = 6.8 in at 100 CSS px per inch and saved at
+``DPI`` = 200 (twice that, sharp on high-density screens). A figure that fills the column is then shown
+at half its pixel size, and text of ``MIN_FONT_PT`` = 8 pt is 8 / 72 × 100 ≈ 11 px tall on the page;
+``tests/test_book.py`` measures every image of the built book in Chromium and fails below 8 px.
+
+How a chapter draws a figure::
+
+    from agf_lib import plotting
+    plotting.use_style()                      # once, in the imports cell
+    fig, ax = plotting.figure()               # one panel, column wide
+    fig, axes = plotting.figure(nrows=2)      # two panels stacked: each stays column wide on a phone
+    ...
+    plotting.legend_outside(ax)               # legend right of the data, never on top of it
+
+Figures made by :func:`figure` are :class:`BookFigure` objects. Once :func:`use_style` has run in a
+notebook, they are displayed as PNG at ``DPI``, with the smallest font size of their text written into
+the PNG's metadata (key ``MIN_FONT_KEY``), which the book test reads back.
+"""
 
 from __future__ import annotations
+
+import io
+import numbers
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from .results import Staircase, Trajectory
 
-__all__ = ["use_style", "alpha_colors", "plot_staircase", "plot_losses", "mark_jumps"]
+__all__ = [
+    "COLUMN_WIDTH_IN",
+    "DPI",
+    "MIN_FONT_PT",
+    "MIN_FONT_KEY",
+    "STYLE",
+    "BookFigure",
+    "use_style",
+    "figure",
+    "legend_outside",
+    "smallest_font_pt",
+    "png_bytes",
+    "alpha_colors",
+    "plot_staircase",
+    "plot_losses",
+    "mark_jumps",
+]
+
+COLUMN_WIDTH_IN = 6.8
+"""Width of the book's content column in inches, at 100 CSS px per inch (680 px at a 1280 px window)."""
+
+DPI = 200
+"""Pixels per inch of saved figures: two image pixels per CSS px when a figure fills the column."""
+
+MIN_FONT_PT = 8.0
+"""The smallest font size in the style (tick labels, legends): about 11 CSS px on the page."""
+
+MIN_FONT_KEY = "agf-min-font-pt"
+"""PNG text key under which a figure's smallest font size (pt) is stored."""
+
+PANEL_HEIGHT_IN = 2.8
+"""Default height of one row of panels."""
+
+MAX_COLUMNS = 2
+"""More panels side by side than this would be under 200 px wide on a phone: stack them instead."""
 
 STYLE = {
-    "figure.dpi": 110,
-    "savefig.dpi": 110,
-    "figure.figsize": (7.0, 3.6),
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+    "figure.figsize": (COLUMN_WIDTH_IN, PANEL_HEIGHT_IN),
     "figure.constrained_layout.use": True,
+    "savefig.bbox": "tight",
+    "savefig.pad_inches": 0.04,
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "xtick.labelsize": MIN_FONT_PT,
+    "ytick.labelsize": MIN_FONT_PT,
+    "legend.fontsize": MIN_FONT_PT,
+    "legend.title_fontsize": MIN_FONT_PT,
+    "legend.frameon": False,
+    "figure.titlesize": 10,
     "axes.grid": True,
     "grid.alpha": 0.3,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "axes.titlesize": 11,
-    "axes.labelsize": 10,
-    "legend.fontsize": 8,
-    "legend.frameon": False,
-    "lines.linewidth": 1.6,
+    "lines.linewidth": 1.5,
 }
 
 STAIRCASE_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.3}
 
 
+class BookFigure(Figure):
+    """A matplotlib figure drawn to the book's standard (see the module docstring).
+
+    The class only marks the figure: :func:`use_style` registers its notebook display, which writes
+    the smallest font size into the PNG.
+    """
+
+
+def smallest_font_pt(fig):
+    """The smallest font size (pt) among the visible, non-empty texts of ``fig``.
+
+    Tick labels, axis labels, titles, legends and annotations are all counted. Raises ``ValueError``
+    for a figure without text: a figure must at least label its axes.
+    """
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    fig.draw_without_rendering()  # tick labels exist only once the axes have been laid out
+    sizes = [
+        text.get_fontsize()
+        for text in fig.findobj(Text)
+        if text.get_visible() and text.get_text().strip()
+    ]
+    if not sizes:
+        raise ValueError("fig has no visible text; label its axes")
+    return float(min(sizes))
+
+
+def png_bytes(fig):
+    """``fig`` as PNG bytes at ``DPI``, tightly cropped, with its smallest font size in the metadata."""
+    buffer = io.BytesIO()
+    metadata = {MIN_FONT_KEY: f"{smallest_font_pt(fig):g}"}
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.04,
+                facecolor="white", metadata=metadata)
+    return buffer.getvalue()
+
+
 def use_style():
-    """Apply the book's matplotlib style (call once, in a chapter's imports cell)."""
+    """Apply the book's matplotlib style; in a notebook, also display :class:`BookFigure` by :func:`png_bytes`.
+
+    Call once, in a chapter's imports cell.
+    """
     mpl.rcParams.update(STYLE)
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python: nothing is displayed
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    # A printer registered for the subclass wins over the inline backend's printer for Figure.
+    shell.display_formatter.formatters["image/png"].for_type(BookFigure, png_bytes)
+
+
+def figure(nrows=1, ncols=1, *, width=COLUMN_WIDTH_IN, panel_height=PANEL_HEIGHT_IN, **subplots_kw):
+    """A :class:`BookFigure` with ``nrows × ncols`` panels, column wide; returns ``(fig, axes)`` like ``plt.subplots``.
+
+    - ``width``: inches, at most ``COLUMN_WIDTH_IN`` (a wider figure is shrunk on the page and its text
+      with it).
+    - ``panel_height``: inches per row of panels.
+    - ``ncols`` is at most ``MAX_COLUMNS``: more panels go in rows, which stay legible on a phone.
+    - Other keywords (``sharex``, ``sharey``, ``squeeze``, ``subplot_kw``, ``gridspec_kw``, ...) go to
+      ``Figure.subplots``.
+    """
+    for name, value in (("nrows", nrows), ("ncols", ncols)):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if ncols > MAX_COLUMNS:
+        raise ValueError(
+            f"ncols must be at most {MAX_COLUMNS}, got {ncols}: side-by-side panels get too narrow to read on "
+            f"a phone; stack them in rows (nrows={ncols * nrows}, or nrows={-(-ncols // MAX_COLUMNS) * nrows}, "
+            f"ncols={MAX_COLUMNS})"
+        )
+    for name, value in (("width", width), ("panel_height", panel_height)):
+        if not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0:
+            raise ValueError(f"{name} must be a positive number of inches, got {value!r}")
+    if width > COLUMN_WIDTH_IN:
+        raise ValueError(
+            f"width must be at most the column width {COLUMN_WIDTH_IN} in, got {width}: a wider figure is "
+            "scaled down on the page and its text shrinks below the legible size"
+        )
+    fig = plt.figure(FigureClass=BookFigure, figsize=(width, panel_height * nrows), dpi=DPI, layout="constrained")
+    axes = fig.subplots(nrows, ncols, **subplots_kw)
+    return fig, axes
+
+
+def legend_outside(target, where="right", ncols=None, **legend_kw):
+    """A legend that covers no data: right of the axes (``where="right"``) or below the figure's panels
+    (``where="below"``, one legend for the whole figure, the entries in ``ncols`` columns).
+
+    ``target`` is an Axes (its own handles) or a Figure (the handles of all its axes, each label once).
+    Returns the ``Legend``. Constrained layout makes room for it.
+    """
+    if where not in ("right", "below"):
+        raise ValueError(f"where must be 'right' or 'below', got {where!r}")
+    if isinstance(target, Figure):
+        fig, axes = target, target.axes
+    elif isinstance(target, mpl.axes.Axes):
+        fig, axes = target.figure, [target]
+    else:
+        raise TypeError(f"target must be a matplotlib Axes or Figure, got {type(target).__name__}")
+    handles, labels = [], []
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    if not handles:
+        raise ValueError("nothing to put in a legend: no artist has a label")
+    if where == "right":
+        if isinstance(target, Figure):
+            return fig.legend(handles, labels, loc="outside right upper", **legend_kw)
+        return target.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+                             **legend_kw)
+    ncols = ncols if ncols is not None else min(len(handles), 4)
+    if isinstance(target, Figure):
+        return fig.legend(handles, labels, loc="outside lower center", ncols=ncols, **legend_kw)
+    return target.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=ncols,
+                         borderaxespad=0.0, **legend_kw)
 
 
 def alpha_colors(alphas, cmap="viridis"):
@@ -61,7 +242,7 @@ def plot_losses(trajectories, labels=None, colors=None, staircase=None, ax=None,
     """Loss curves of several trajectories, with a staircase overlaid; returns the axes.
 
     The x axis is labelled with the trajectories' time unit; all of them (and the staircase) must
-    share it.
+    share it. Without ``ax``, a one-panel :func:`figure` is made. The legend goes right of the data.
     """
     trajectories = list(trajectories)
     if not trajectories or not all(isinstance(tr, Trajectory) for tr in trajectories):
@@ -70,7 +251,7 @@ def plot_losses(trajectories, labels=None, colors=None, staircase=None, ax=None,
     if len(units) > 1:
         raise ValueError(f"trajectories and staircase use different time units: {sorted(units)}")
     if ax is None:
-        _, ax = plt.subplots()
+        _, ax = figure()
     labels = labels if labels is not None else [None] * len(trajectories)
     colors = colors if colors is not None else [None] * len(trajectories)
     for tr, label, color in zip(trajectories, labels, colors):
@@ -84,5 +265,5 @@ def plot_losses(trajectories, labels=None, colors=None, staircase=None, ax=None,
     ax.set_xlabel(trajectories[0].time_unit)
     ax.set_ylabel("loss")
     if any(label is not None for label in labels) or staircase is not None:
-        ax.legend()
+        legend_outside(ax)
     return ax

@@ -1,48 +1,70 @@
 """Specifications of the book as a whole.
 
-- Chapters are committed without outputs, and every chapter is in the table of contents.
-- The README's test command is the one CI runs.
-- The book builds with `jupyter-book build -W -n --keep-going` without a single warning, its pages
-  load no script from the network, and headless Chromium renders their math offline.
+Cheap checks of what is committed:
+- chapters are committed without outputs, and every chapter is in the table of contents;
+- the README's test command is the one CI runs, and its build command the one the publishing
+  workflow (.github/workflows/book.yml) runs before deploying to GitHub Pages;
+- the default test run executes each chapter once (chapters are not in testpaths);
+- _config.yml: launch buttons ready for repository.url, Thebe off, solutions shown.
 
-The build re-executes every chapter, so its tests carry the `book` marker (deselect them with
-`-m "not book"`); they share one build, made once per session in a temporary directory.
+The built book (marker `book`; one build per session, in a temporary directory, which is the only
+execution of every chapter in `python -m pytest`):
+- every chapter executes: a failing cell fails `test_chapter_executes[NN_slug]` with the cell's index,
+  source and traceback; each chapter's execution time is printed after the test summary
+  (tests/book_report.py);
+- the build is warning-free under `-W -n --keep-going`;
+- no rendered page shows raw MyST or Sphinx markup;
+- no page loads anything from the network, and, in headless Chromium (skipped without it), no page
+  logs a JavaScript error, MathJax typesets every page's math offline, the smallest text of every
+  figure is at least 8 px at a 1280 px window, and at 390 px (a phone) nothing runs off the screen and
+  no equation runs under its number;
+- the student edition (tools/build_student_edition.py) has every exercise and no solution;
+- with repository.url set, the chapters get their Binder and Colab launch buttons.
 """
 
+import html as html_lib
+import importlib.util
 import json
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import yaml
 
+from book_browser import measure_page
+from book_report import EXECUTION_PROPERTY
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 BUILD_TIMEOUT_S = 1200
 BROWSER_TIMEOUT_S = 120
+DESKTOP = (1280, 900)
+PHONE = (390, 844)
+MIN_FIGURE_TEXT_PX = 8.0
+WORKFLOW = ROOT / ".github" / "workflows" / "book.yml"
 
-# ipykernel logs this at every kernel start; it is not a Sphinx warning and says nothing about the book.
-KERNEL_TRANSPORT_NOTICE = re.compile(r"^\[IPKernelApp\] WARNING \| Kernel is running over TCP without encryption")
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 REMOTE_URL = re.compile(r"^(https?:)?//", re.IGNORECASE)
 SCRIPT_SRC = re.compile(r"<script\b[^>]*\bsrc=[\"']([^\"']+)[\"']", re.IGNORECASE)
 STYLESHEET_HREF = re.compile(r"<link\b[^>]*\brel=[\"']stylesheet[\"'][^>]*\bhref=[\"']([^\"']+)[\"']", re.IGNORECASE)
+INLINE_SCRIPT = re.compile(r"<script\b(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.IGNORECASE | re.DOTALL)
 # A math element whose content still starts with a TeX delimiter was never typeset.
 UNTYPESET_MATH = re.compile(r"<(?:span|div) class=\"math[^\"]*\"[^>]*>\s*(?:\\\(|\\\[|\$)")
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--dump-dom",
-    "--virtual-time-budget=15000",
+EXECUTED = re.compile(r"^(?P<path>\S+\.ipynb): Executed notebook in (?P<seconds>[0-9.]+) seconds", re.MULTILINE)
+EXECUTION_FAILED = re.compile(r"^(?P<path>\S+\.ipynb): WARNING: Executing notebook failed", re.MULTILINE)
+# What MyST or Sphinx syntax looks like when it was not parsed: it must never reach a reader.
+RAW_MARKUP = [
+    (re.compile(r"(```|:::)\{"), "a directive fence (```{ or :::{)"),
+    (re.compile(r"\{(glue|cite|prf)[:}]"), "a role ({glue:...}, {cite:...}, {prf:...})"),
+    (re.compile(r"\{(numref|doc|eq|ref|math|term|download|abbr)\}"), "a role ({numref}, {doc}, {eq}, {ref}, ...)"),
+    (re.compile(r"^\s*:(name|label|class|caption|align|width|nonumber|dropdown):", re.MULTILINE), "a directive option line"),
 ]
+DOLLAR = re.compile(r"\$")
 
 
 def toc_files():
@@ -121,35 +143,211 @@ def test_ci_runs_exactly_the_readme_test_command():
     )
 
 
+
+
+def readme_build_command():
+    return readme_code_blocks()[0].strip()
+
+
+def load_tool(name):
+    """A script of tools/ as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def strip_ansi(text):
+    return ANSI_ESCAPE.sub("", text)
+
+
+def article_html(page_html):
+    """The page's article (its own content, without the navigation), scripts and styles removed."""
+    found = re.search(r"<article\b[^>]*bd-article[^>]*>(.*)</article>", page_html, flags=re.DOTALL)
+    body = found.group(1) if found else page_html
+    return re.sub(r"<(script|style)\b.*?</\1>", "", body, flags=re.DOTALL | re.IGNORECASE)
+
+
+def visible_text(fragment):
+    """The text a reader sees in an HTML fragment, one line per block element."""
+    fragment = re.sub(r"<(p|div|li|h[1-6]|pre|br|tr|dt|dd|section|table|figcaption)\b", r"\n<\1", fragment)
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+def rendered_text(page_html):
+    """(all visible text of the article, its prose alone): prose has no math, code or output."""
+    body = article_html(page_html)
+    body = re.sub(r'<span class="math[^"]*"[^>]*>.*?</span>', " ", body, flags=re.DOTALL)
+    body = re.sub(r'<div class="math[^"]*"[^>]*>.*?</div>', "\n", body, flags=re.DOTALL)
+    prose = re.sub(r"<(pre|code)\b.*?</\1>", " ", body, flags=re.DOTALL | re.IGNORECASE)
+    return visible_text(body), visible_text(prose)
+
+
+def execution_times(log):
+    """{chapter stem: seconds, or None if its execution failed} from the build log."""
+    times = {Path(match["path"]).stem: float(match["seconds"]) for match in EXECUTED.finditer(log)}
+    times.update({Path(match["path"]).stem: None for match in EXECUTION_FAILED.finditer(log)})
+    return times
+
+
+def describe_execution_failure(notebook, report):
+    """Which cell of ``notebook`` raised, from myst-nb's report (nbclient's CellExecutionError text)."""
+    report = strip_ansi(report)
+    found = re.search(r"^-{10,}\n(.*?)\n-{10,}\n", report, flags=re.DOTALL | re.MULTILINE)
+    where = "a cell"
+    if found:
+        source = found.group(1).strip()
+        cells = json.loads(notebook.read_text())["cells"]
+        index = next((i for i, cell in enumerate(cells) if "".join(cell["source"]).strip() == source), None)
+        first_line = source.splitlines()[0] if source else ""
+        where = f"cell {index} ({first_line!r})" if index is not None else f"the cell starting {first_line!r}"
+    tail = report[-4000:]
+    return f"{notebook.name}: {where} raised during the book build:\n{tail}"
+
+
+def source_exercises(notebook):
+    """(number of exercises, solution fingerprints) of a chapter: fingerprints are lines of its
+    solutions (prose without markup, code) that a student edition must not show."""
+    exercises, fingerprints = 0, []
+    gated = False  # between {solution-start} and {solution-end}, which may span cells
+    for cell in json.loads(notebook.read_text())["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code":
+            if gated:
+                fingerprints += [line.strip() for line in source.splitlines() if len(line.strip()) >= 25]
+            continue
+        exercises += len(re.findall(r"^(?:`{3,}|:{3,})\{exercise(?:-start)?\}", source, flags=re.MULTILINE))
+        fence = None  # the closing fence of an open {solution} block
+        for line in source.splitlines():
+            opener = re.match(r"^(`{3,}|:{3,})\{(solution|solution-start|solution-end)\}", line)
+            if opener:
+                kind = opener.group(2)
+                if kind == "solution":
+                    fence = opener.group(1)
+                else:
+                    gated = kind == "solution-start"
+                continue
+            if fence is not None and line.strip() == fence:
+                fence = None
+                continue
+            plain = line.strip()
+            if (gated or fence is not None) and len(plain) >= 40 and not re.search(r"[`$*{}\\\[\]_|:<>]", plain):
+                fingerprints.append(plain)
+    return exercises, fingerprints
+
+
+def chromium_or_skip():
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
+    return chromium
+
+
+def built_page(html, page):
+    path = html / f"{page}.html"
+    assert path.is_file(), f"{page}.html was not built"
+    return path
+
+
+def run_build(args, timeout=BUILD_TIMEOUT_S):
+    completed = subprocess.run(args, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                               timeout=timeout)
+    return completed.returncode, strip_ansi(completed.stdout + completed.stderr)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cheap checks of the configuration
+
+
+def test_default_test_run_executes_each_chapter_once():
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "chapters" not in options["testpaths"], (
+        "chapters/ is in testpaths: nbval would execute every chapter a second time, besides the book build"
+    )
+    assert "--nbval-lax" in options["addopts"], "`python -m pytest chapters/NN_slug.ipynb` needs --nbval-lax in addopts"
+    assert "--dist loadfile" in options["addopts"], "the book tests must share one worker (and one build)"
+
+
+def test_config_has_launch_buttons_ready_and_no_thebe():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    launch = config["launch_buttons"]
+    assert launch.get("binderhub_url") and launch.get("colab_url"), "Binder and Colab launch URLs must be configured"
+    assert launch.get("thebe") is False, "Thebe loads its code from a CDN: keep it off"
+    assert "url" in config["repository"], "repository.url (empty until the book is published) turns the buttons on"
+    assert config["execute"]["execute_notebooks"] == "force", "a cache would keep stale results after agf_lib changes"
+    assert config["sphinx"]["config"].get("hide_solutions") is False, "the book shows its solutions"
+    for name, folder in config["sphinx"]["local_extensions"].items():
+        assert (ROOT / folder / f"{name}.py").is_file(), f"local extension {name} not found in {folder}/"
+
+
+def test_publishing_workflow_builds_with_the_readme_command_and_deploys_to_pages():
+    assert WORKFLOW.is_file(), f"{WORKFLOW.relative_to(ROOT)} is missing"
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as True
+    assert "main" in triggers["push"]["branches"], "the book is published from main"
+    assert workflow["permissions"].get("pages") == "write" and workflow["permissions"].get("id-token") == "write", (
+        "deploy-pages needs the permissions pages: write and id-token: write"
+    )
+    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
+    runs = [line.strip() for step in steps for line in step.get("run", "").splitlines()]
+    assert readme_build_command() in runs, (
+        f"the workflow does not run the README's build command {readme_build_command()!r} on a line of its own"
+    )
+    uses = [step.get("uses", "") for step in steps]
+    assert any(use.startswith("actions/upload-pages-artifact@") for use in uses), "no actions/upload-pages-artifact step"
+    assert any(use.startswith("actions/deploy-pages@") for use in uses), "no actions/deploy-pages step"
+    upload = next(step for step in steps if step.get("uses", "").startswith("actions/upload-pages-artifact@"))
+    assert upload["with"]["path"].rstrip("/") == "_build/html", "the workflow must upload the built HTML, _build/html"
+
+
+def test_student_edition_tool_hides_solutions_and_nothing_else():
+    tool = load_tool("build_student_edition")
+    book = yaml.safe_load((ROOT / "_config.yml").read_text())
+    student = tool.student_config()
+    assert student["sphinx"]["config"]["hide_solutions"] is True
+    student["sphinx"]["config"]["hide_solutions"] = False
+    student["title"] = book["title"]
+    assert student == book, "the student edition must differ from the book only by its title and hidden solutions"
+
+
 # ---------------------------------------------------------------------------------------------
 # The built book
 
 
 @pytest.fixture(scope="session")
 def book_build(tmp_path_factory):
-    """Build the book from the work tree into a temporary directory; return (returncode, log, html_dir)."""
+    """Build the book from the work tree into a temporary directory; return (returncode, log, html_dir).
+
+    This is the one execution of every chapter in the test run.
+    """
     jupyter_book = find_jupyter_book()
     if jupyter_book is None:
         pytest.fail("jupyter-book is not installed (pip install -r requirements.txt)")
     output = tmp_path_factory.mktemp("book")
-    completed = subprocess.run(
-        [jupyter_book, "build", str(ROOT), "--path-output", str(output), "-W", "-n", "--keep-going", "--all"],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=BUILD_TIMEOUT_S,
+    returncode, log = run_build(
+        [jupyter_book, "build", str(ROOT), "--path-output", str(output), "-W", "-n", "--keep-going", "--all"]
     )
-    log = ANSI_ESCAPE.sub("", completed.stdout + completed.stderr)
-    return completed.returncode, log, output / "_build" / "html"
+    return returncode, log, output / "_build" / "html"
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=[path.stem for path in CHAPTERS])
+def test_chapter_executes(book_build, notebook, record_property):
+    _, log, html = book_build
+    seconds = execution_times(log).get(notebook.stem, "missing")
+    record_property(EXECUTION_PROPERTY, (notebook.stem, seconds if seconds != "missing" else None))
+    report = html / "reports" / "chapters" / f"{notebook.stem}.err.log"
+    if report.is_file():
+        pytest.fail(describe_execution_failure(notebook, report.read_text()), pytrace=False)
+    assert seconds not in (None, "missing"), f"{notebook.name}: the build log has no record of its execution"
 
 
 @pytest.mark.book
 def test_book_builds_without_warnings(book_build):
     returncode, log, _ = book_build
-    warnings = [
-        line for line in log.splitlines() if ("WARNING" in line or "ERROR" in line) and not KERNEL_TRANSPORT_NOTICE.match(line)
-    ]
+    warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
+    # ipykernel's notice at every kernel start is not a Sphinx warning and says nothing about the book.
+    warnings = [line for line in warnings if not line.startswith("[IPKernelApp] WARNING")]
     assert returncode == 0 and not warnings, f"jupyter-book build failed (exit {returncode}):\n" + (
         "\n".join(warnings) or log[-5000:]
     )
@@ -167,35 +365,92 @@ def test_pages_load_no_script_or_stylesheet_from_the_network(book_build):
     _, _, html = book_build
     pages = sorted(html.rglob("*.html"))
     assert pages, "the build produced no HTML"
-    remote = {
-        f"{page.relative_to(html)}: {url}"
-        for page in pages
-        for url in SCRIPT_SRC.findall(page.read_text()) + STYLESHEET_HREF.findall(page.read_text())
-        if REMOTE_URL.match(url)
-    }
-    assert not remote, "pages load resources from the network:\n" + "\n".join(sorted(remote))
+    remote = set()
+    for page in pages:
+        text = page.read_text()
+        for url in SCRIPT_SRC.findall(text) + STYLESHEET_HREF.findall(text):
+            if REMOTE_URL.match(url):
+                remote.add(f"{page.relative_to(html)}: {url}")
+        for body in INLINE_SCRIPT.findall(text):
+            for url in re.findall(r"https?://[^\s\"'<>]+", body):
+                remote.add(f"{page.relative_to(html)}: inline script names {url}")
+    assert not remote, "pages load (or are set up to load) resources from the network:\n" + "\n".join(sorted(remote))
     assert (html / "_static" / "mathjax" / "tex-chtml.js").is_file(), "MathJax is not bundled in _static/mathjax"
     assert "_static/mathjax/tex-chtml.js" in (html / "intro.html").read_text(), "intro.html does not load the bundled MathJax"
 
 
 @pytest.mark.book
-@pytest.mark.parametrize("page", ["intro"] + [entry for entry in toc_files() if entry.startswith("chapters/")])
-def test_math_renders_offline_in_headless_chromium(book_build, page, tmp_path):
+@pytest.mark.parametrize("page", toc_files())
+def test_no_raw_markup_in_rendered_text(book_build, page):
+    _, _, html = book_build
+    text, prose = rendered_text(built_page(html, page).read_text())
+    found = []
+    for pattern, what in RAW_MARKUP:
+        for match in pattern.finditer(text):
+            line = text[text.rfind("\n", 0, match.start()) + 1 : text.find("\n", match.end())].strip()
+            found.append(f"{what}: {line[:120]!r}")
+    for match in DOLLAR.finditer(prose):
+        context = prose[max(0, match.start() - 50) : match.end() + 50].replace("\n", " ")
+        found.append(f"a $ outside math: {context!r}")
+    assert not found, f"{page}: unparsed MyST/Sphinx markup on the page:\n" + "\n".join(found[:20])
+
+
+# ---------------------------------------------------------------------------------------------
+# The built book in a browser
+
+
+BROWSER_PAGES = toc_files() + ["genindex"]
+
+
+@pytest.fixture(scope="session")
+def browser_reports(book_build, tmp_path_factory):
+    """{(page, width): Chromium's report} for every built page, at a desktop and a phone width."""
     chromium = find_chromium()
     if chromium is None:
-        pytest.skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
+        return None
     _, _, html = book_build
-    path = html / f"{page}.html"
-    assert path.is_file(), f"{page}.html was not built"
-    completed = subprocess.run(
-        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", path.as_uri()],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=BROWSER_TIMEOUT_S,
-    )
-    dom = completed.stdout
-    assert completed.returncode == 0 and "</html>" in dom, f"chromium failed on {page}:\n{completed.stderr[-3000:]}"
+    profiles = tmp_path_factory.mktemp("chromium")
+    jobs = [
+        (page, size)
+        for page in BROWSER_PAGES
+        if (html / f"{page}.html").is_file()
+        for size in (DESKTOP, PHONE)
+    ]
+
+    def measure(job):
+        page, (width, height) = job
+        profile = profiles / f"{page.replace('/', '_')}-{width}"
+        return job, measure_page(chromium, html / f"{page}.html", width, height, profile, BROWSER_TIMEOUT_S)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return {(page, size[0]): report for (page, size), report in pool.map(measure, jobs)}
+
+
+def report_for(browser_reports, book_build, page, width):
+    chromium_or_skip()
+    _, _, html = book_build
+    if not (html / f"{page}.html").is_file():
+        if page in toc_files():
+            pytest.fail(f"{page}.html was not built")
+        pytest.skip(f"{page}.html is not part of this build")
+    return browser_reports[(page, width)]
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("page", BROWSER_PAGES)
+def test_no_javascript_error_and_no_network_request_in_chromium(book_build, browser_reports, page):
+    problems = []
+    for width in (DESKTOP[0], PHONE[0]):
+        report = report_for(browser_reports, book_build, page, width)
+        problems += [f"at {width} px: {error}" for error in report["errors"]]
+        problems += [f"at {width} px: requested {url}" for url in report["remote"]]
+    assert not problems, f"{page}: the browser console reports:\n" + "\n".join(problems)
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("page", ["intro"] + [entry for entry in toc_files() if entry.startswith("chapters/")])
+def test_math_renders_offline_in_headless_chromium(book_build, browser_reports, page):
+    dom = report_for(browser_reports, book_build, page, DESKTOP[0])["dom"]
     assert dom.count("<mjx-container") > 0, f"{page}: MathJax typeset nothing (is MathJax loaded?)"
     assert "<mjx-merror" not in dom, f"{page}: MathJax reports a TeX error: " + ", ".join(
         sorted(set(re.findall(r'data-mjx-error="([^"]*)"', dom)))
@@ -204,3 +459,101 @@ def test_math_renders_offline_in_headless_chromium(book_build, page, tmp_path):
     assert not undefined, f"{page}: undefined TeX macros {undefined} (add them to mathjax3_config in _config.yml)"
     untypeset = UNTYPESET_MATH.findall(dom)
     assert not untypeset, f"{page}: {len(untypeset)} math elements were left as raw TeX"
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("page", [entry for entry in toc_files() if entry.startswith("chapters/")])
+def test_figure_text_is_at_least_8_px_at_1280_px(book_build, browser_reports, page):
+    """Each figure's smallest text, in CSS px as shown: its size in points (written into the PNG by
+    agf_lib.plotting) × the PNG's dpi / 72 × displayed width / natural width."""
+    from PIL import Image
+
+    from agf_lib.plotting import MIN_FONT_KEY
+
+    _, _, html = book_build
+    report = report_for(browser_reports, book_build, page, DESKTOP[0])
+    page_dir = (html / page).parent
+    problems = []
+    for image in report["images"]:
+        path = (page_dir / image["src"]).resolve()
+        if path.suffix.lower() != ".png":
+            continue
+        name = f"{image['figure'] or 'unnumbered figure'} {path.name[:12]}…"
+        if not image["complete"] or not image["natural_width"]:
+            problems.append(f"{name}: not loaded")
+            continue
+        with Image.open(path) as png:
+            info = dict(png.info)
+        if MIN_FONT_KEY not in info or "dpi" not in info:
+            problems.append(f"{name}: not drawn with agf_lib.plotting.figure() after plotting.use_style() "
+                            f"(no {MIN_FONT_KEY} in the PNG); its text size is unknown")
+            continue
+        scale = image["displayed_width"] / image["natural_width"]
+        smallest_px = float(info[MIN_FONT_KEY]) / 72.0 * float(info["dpi"][0]) * scale
+        if smallest_px < MIN_FIGURE_TEXT_PX:
+            problems.append(
+                f"{name}: smallest text {smallest_px:.1f} px ({info[MIN_FONT_KEY]} pt at {float(info['dpi'][0]):.0f} dpi, "
+                f"{image['natural_width']} px shown at {image['displayed_width']:.0f} px)"
+            )
+    assert not problems, f"{page}: figure text under {MIN_FIGURE_TEXT_PX:g} px at a {DESKTOP[0]} px window:\n" + "\n".join(problems)
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("page", toc_files())
+def test_phone_layout_keeps_math_and_text_on_screen(book_build, browser_reports, page):
+    report = report_for(browser_reports, book_build, page, PHONE[0])
+    assert report["viewport"] == PHONE[0], f"the page was laid out {report['viewport']} px wide, not {PHONE[0]}"
+    assert not report["overflow"], f"{page} at {PHONE[0]} px: content off the screen or under an equation number:\n" + "\n".join(
+        report["overflow"][:20]
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The student edition and the launch buttons: quick builds without execution (only text is checked)
+
+
+@pytest.fixture(scope="session")
+def student_build(tmp_path_factory):
+    output = tmp_path_factory.mktemp("student")
+    returncode, log = run_build(
+        [sys.executable, str(ROOT / "tools" / "build_student_edition.py"), "--no-execute", "--path-output", str(output),
+         "--all"]
+    )
+    return returncode, log, output / "_build" / "html"
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=[path.stem for path in CHAPTERS])
+def test_student_edition_has_every_exercise_and_no_solution(student_build, notebook):
+    returncode, log, html = student_build
+    assert returncode == 0, f"the student edition failed to build:\n{log[-3000:]}"
+    page = (html / "chapters" / f"{notebook.stem}.html").read_text()
+    exercises, fingerprints = source_exercises(notebook)
+    shown = len(re.findall(r'<div class="exercise\b', page))
+    assert shown == exercises, f"{notebook.name}: {exercises} exercises in the chapter, {shown} in the student edition"
+    assert 'class="solution' not in page, f"{notebook.name}: a solution block is in the student edition"
+    text = " ".join(visible_text(article_html(page)).split())
+    leaked = [line for line in fingerprints if " ".join(line.split()) in text]
+    assert not leaked, f"{notebook.name}: solution text in the student edition:\n" + "\n".join(leaked[:10])
+    assert "student edition" in page
+
+
+@pytest.mark.book
+def test_launch_buttons_appear_once_repository_url_is_set(tmp_path):
+    jupyter_book = find_jupyter_book()
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["repository"]["url"] = "https://github.com/example-owner/example-book"
+    config["execute"]["execute_notebooks"] = "off"
+    # The configuration must sit in the book's folder: its paths are relative to it.
+    path = ROOT / ".launch_test_config.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    try:
+        returncode, log = run_build(
+            [jupyter_book, "build", str(ROOT), "--config", str(path), "--path-output", str(tmp_path), "--all"]
+        )
+    finally:
+        path.unlink(missing_ok=True)
+    assert returncode == 0, f"the build with repository.url set failed:\n{log[-3000:]}"
+    page = (tmp_path / "_build" / "html" / "chapters" / f"{CHAPTERS[0].stem}.html").read_text()
+    assert "mybinder.org/v2/gh/example-owner/example-book" in page, "no Binder launch button"
+    assert "colab.research.google.com/github/example-owner/example-book" in page, "no Colab launch button"

@@ -1,0 +1,217 @@
+"""Open built pages of the book in headless Chromium and report what a reader's browser sees.
+
+`measure_page` copies a page next to itself with a probe script injected (so that every relative link
+still resolves), lets Chromium load it offline with a virtual time budget, and reads back:
+
+- ``errors``: uncaught exceptions, unhandled rejections, ``console.error`` calls and failed resource
+  loads, caught by a listener installed before any of the page's own scripts;
+- ``remote``: every resource the page requested from outside the build (``performance`` entries);
+- ``images``: for each ``<img>`` in the article, its file, figure number and label, natural and
+  displayed width;
+- ``viewport``, ``scroll_width``, ``column_width``, and ``overflow``: visible elements of the article
+  that reach past the right edge of the window without a scrolling or clipping container of their
+  own (what a phone reader loses off screen), and display equations overlapping their number;
+- ``dom``: the page after MathJax ran, for the math checks.
+
+Chromium's own console log (``--enable-logging=stderr``) is read as well: an "Uncaught" message there
+counts as an error even if the probe missed it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+PROBE_ID = "agf-probe-result"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
+    # lets a frame page report to its parent (both are file: URLs), for widths under Chromium's minimum
+    "--allow-file-access-from-files",
+    "--enable-logging=stderr",
+    "--v=0",
+    "--dump-dom",
+    "--virtual-time-budget=20000",
+]
+
+# Installed first in <head>: records every error the page's own scripts raise.
+EARLY_PROBE = """<script>
+window.__agfErrors = [];
+window.addEventListener("error", function (event) {
+  var target = event.target;
+  if (target && target !== window && (target.src || target.href)) {
+    window.__agfErrors.push("failed to load " + (target.src || target.href));
+  } else {
+    window.__agfErrors.push((event.message || "error") + " at " + (event.filename || "?") + ":" + (event.lineno || "?"));
+  }
+}, true);
+window.addEventListener("unhandledrejection", function (event) {
+  window.__agfErrors.push("unhandled rejection: " + event.reason);
+});
+(function () {
+  var original = console.error;
+  console.error = function () {
+    window.__agfErrors.push("console.error: " + Array.prototype.map.call(arguments, String).join(" "));
+    return original.apply(console, arguments);
+  };
+})();
+</script>"""
+
+# Appended at the end of <body>: waits for MathJax and the images, then measures.
+LATE_PROBE = """<script>
+(function () {
+  function scrolls(element) {
+    var style = getComputedStyle(element);
+    return ["auto", "scroll"].indexOf(style.overflowX) >= 0;
+  }
+  function describe(element) {
+    var name = element.tagName.toLowerCase();
+    if (element.id) name += "#" + element.id;
+    if (element.classList.length) name += "." + Array.prototype.slice.call(element.classList, 0, 3).join(".");
+    var text = (element.textContent || "").replace(/\\s+/g, " ").trim().slice(0, 60);
+    return name + " \\"" + text + "\\"";
+  }
+  function measure() {
+    var article = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
+    var viewport = document.documentElement.clientWidth;
+    var overflow = [];
+    var candidates = article.querySelectorAll("mjx-container, div.math, table, pre, img, .cell_output, p, li, dl, figure");
+    Array.prototype.forEach.call(candidates, function (element) {
+      var rect = element.getBoundingClientRect();
+      if (rect.width === 0 || rect.right <= viewport + 1) return;
+      // Only a container inside the article counts: the theme lets the whole article scroll sideways.
+      for (var parent = element.parentElement; parent && parent !== article; parent = parent.parentElement) {
+        if (scrolls(parent) && parent.getBoundingClientRect().right <= viewport + 1) return;
+      }
+      if (scrolls(element) && element.clientWidth <= viewport) return;
+      overflow.push(describe(element) + " right edge at " + Math.round(rect.right) + " px");
+    });
+    var overlaps = [];
+    Array.prototype.forEach.call(article.querySelectorAll("div.math"), function (block) {
+      var number = block.querySelector(".eqno");
+      var equation = block.querySelector("mjx-container mjx-math");
+      if (!number || !equation) return;
+      var a = number.getBoundingClientRect(), b = equation.getBoundingClientRect();
+      var visible = block.getBoundingClientRect();
+      var right = Math.min(b.right, visible.right);
+      if (a.left < right - 1 && b.left < a.right - 1 && a.top < b.bottom && b.top < a.bottom) {
+        overlaps.push(number.textContent.trim() + " overlaps its equation");
+      }
+    });
+    var images = Array.prototype.map.call(article.querySelectorAll("img"), function (image) {
+      var figure = image.closest("figure");
+      var number = figure && figure.querySelector(".caption-number");
+      return {
+        src: image.getAttribute("src"),
+        figure: figure ? ((number ? number.textContent.trim() + " " : "") + (figure.id ? "(" + figure.id + ")" : "")) : "",
+        complete: image.complete,
+        natural_width: image.naturalWidth,
+        displayed_width: image.getBoundingClientRect().width
+      };
+    });
+    var remote = performance.getEntriesByType("resource").map(function (entry) { return entry.name; })
+      .filter(function (name) { return !/^(file|data|blob|about):/.test(name); });
+    var result = {
+      errors: window.__agfErrors,
+      remote: remote,
+      images: images,
+      viewport: viewport,
+      scroll_width: document.documentElement.scrollWidth,
+      column_width: article.getBoundingClientRect().width,
+      overflow: overflow.concat(overlaps)
+    };
+    // In a narrow frame (see measure_page), the report goes to the top document, which Chromium dumps.
+    var host = window.parent !== window ? window.parent.document : document;
+    var output = host.createElement("script");
+    output.type = "application/json";
+    output.id = "%s";
+    output.textContent = JSON.stringify(result);
+    host.body.appendChild(output);
+  }
+  function whenReady() {
+    var math = window.MathJax && MathJax.startup && MathJax.startup.promise ? MathJax.startup.promise : Promise.resolve();
+    var images = Array.prototype.map.call(document.images, function (image) {
+      return image.complete ? Promise.resolve() : new Promise(function (done) { image.onload = image.onerror = done; });
+    });
+    Promise.all([math].concat(images)).then(function () { setTimeout(measure, 200); });
+  }
+  if (document.readyState === "complete") whenReady(); else window.addEventListener("load", whenReady);
+})();
+</script>""" % PROBE_ID
+
+# Headless Chromium does not make windows narrower than this; narrower pages are measured in a frame.
+MIN_WINDOW_WIDTH = 500
+FRAME_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"></head>
+<body style="margin:0"><iframe src="{src}" width="{width}" height="{height}" style="border:0;display:block"></iframe></body></html>"""
+
+UNCAUGHT = re.compile(r'INFO:CONSOLE[^\]]*\] "(Uncaught [^"]*)", source: (\S+)')
+
+
+def measure_page(chromium, page, width, height, profile_dir, timeout_s=120):
+    """Open ``page`` (a built HTML file) at ``width`` × ``height`` CSS px; return the probe's report (a dict).
+
+    Raises ``RuntimeError`` when Chromium fails or the probe never reports.
+    """
+    page = Path(page)
+    html = page.read_text(encoding="utf-8")
+    head = re.search(r"<head[^>]*>", html)
+    if head is None or "</body>" not in html:
+        raise RuntimeError(f"{page.name}: no <head> or </body> to put the probe in")
+    probed = html[: head.end()] + EARLY_PROBE + html[head.end():]
+    probed = probed.replace("</body>", LATE_PROBE + "</body>", 1)
+    copy = page.with_name(f".probe-{width}-{page.name}")
+    copy.write_text(probed, encoding="utf-8")
+    frame = page.with_name(f".probe-frame-{width}-{page.name}")
+    if width < MIN_WINDOW_WIDTH:
+        frame.write_text(FRAME_PAGE.format(src=copy.name, width=width, height=height), encoding="utf-8")
+        target, window = frame, (MIN_WINDOW_WIDTH, height)
+    else:
+        target, window = copy, (width, height)
+    try:
+        completed = subprocess.run(
+            [chromium, *FLAGS, f"--window-size={window[0]},{window[1]}", f"--user-data-dir={profile_dir}", target.as_uri()],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+    finally:
+        copy.unlink(missing_ok=True)
+        frame.unlink(missing_ok=True)
+    dom = completed.stdout
+    found = re.search(rf'<script type="application/json" id="{PROBE_ID}">(.*?)</script>', dom, flags=re.DOTALL)
+    if completed.returncode != 0 or found is None:
+        raise RuntimeError(f"chromium gave no report for {page.name} (exit {completed.returncode}):\n{completed.stderr[-3000:]}")
+    report = json.loads(found.group(1))
+    for message, source in UNCAUGHT.findall(completed.stderr):
+        if not any(message in error for error in report["errors"]):
+            report["errors"].append(f"{message} at {source}")
+    report["dom"] = dom[: found.start()]
+    return report
+
+
+def screenshot(chromium, page, width, height, out_png, profile_dir, timeout_s=120):
+    """Save a screenshot of ``page`` at ``width`` × ``height`` CSS px (for looking at, not for tests)."""
+    page = Path(page)
+    frame = page.with_name(f".shot-frame-{width}-{page.name}")
+    if width < MIN_WINDOW_WIDTH:
+        frame.write_text(FRAME_PAGE.format(src=page.name, width=width, height=height), encoding="utf-8")
+        target, window = frame, (MIN_WINDOW_WIDTH, height)
+    else:
+        target, window = page, (width, height)
+    try:
+        subprocess.run(
+            [chromium, *[flag for flag in FLAGS if flag != "--dump-dom"], f"--window-size={window[0]},{window[1]}",
+             f"--user-data-dir={profile_dir}", f"--screenshot={out_png}", target.as_uri()],
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s, check=True,
+        )
+    finally:
+        frame.unlink(missing_ok=True)
