@@ -1,0 +1,876 @@
+"""Composition over a finite group, one irreducible representation at a time (chapter 09).
+
+The paper's modular-addition section ends with two extensions left for future work: ``k`` summands
+with ``σ(z) = z^k``, and composition over an arbitrary finite group ``G``. This module holds both, in
+plain NumPy.
+
+**Groups.** A :class:`FiniteGroup` is a multiplication table (``table[a, b]`` is the index of
+``a·b``) together with a complete list of irreducible unitary representations (irreps) ``ρ``, each
+an array of shape ``(|G|, d_ρ, d_ρ)``. Irreps of real type are given as real orthogonal matrices.
+Each irrep has a Frobenius–Schur indicator ``ν_ρ = (1/|G|) Σ_g χ_ρ(g²)``: ``1`` real, ``0`` complex,
+``−1`` quaternionic. The theory works with *irrep classes*: a complex irrep together with its
+conjugate, or a real or quaternionic irrep on its own. These are the irreducible representations
+over the reals, and a real function's Fourier coefficients on a class determine each other.
+
+**Fourier transform** (the convention of :mod:`agf_lib.dft`, extended to matrices):
+
+    x̂[ρ] = Σ_g x(g) ρ(g)^†,      x(g) = (1/|G|) Σ_ρ d_ρ tr(ρ(g) x̂[ρ]),
+    Σ_g x(g) conj(y(g)) = (1/|G|) Σ_ρ d_ρ tr(x̂[ρ] ŷ[ρ]^†)                        (Plancherel).
+
+Translation ``(g·x)(a) = x(g⁻¹a)`` acts as ``(g·x)^[ρ] = x̂[ρ] ρ(g)^†`` and the convolution
+``(φ * ψ)(h) = Σ_g φ(g) ψ(g⁻¹h)`` as ``(φ * ψ)^[ρ] = ψ̂[ρ] φ̂[ρ]``. For ``cyclic(p)``, irrep ``m`` is
+``ρ_m(a) = e^{2πi am/p}`` and ``x̂[ρ_m] = dft(x)[m]``; ``(a·x)[j] = x[j − a] = numpy.roll(x, a)[j]``.
+
+**The task and the network.** A template ``x ∈ R^G`` encodes ``g`` by its translate ``g·x``. The
+dataset holds all ``|G|^k`` tuples ``(g_1, …, g_k)`` with input ``[g_1·x, …, g_k·x]`` and target
+``(g_1⋯g_k)·x``; the loss is the book's ``E[½‖y − f‖²]`` (mean over tuples, sum over the ``|G|``
+outputs). Neuron ``i`` has ``θ_i = (u_i^(1), …, u_i^(k), w_i)`` and computes
+``f_i = w_i (Σ_j ⟨u_i^(j), g_j·x⟩)^k``, homogeneous of degree ``κ = k + 1``. For ``cyclic(p)`` and
+``k = 2`` this is :class:`agf_lib.modular.QuadraticModularNetwork` on :func:`agf_lib.modular.dataset`.
+
+**Utility in the Fourier domain** (the group version of the paper's Lemma F.2, derived in
+chapter 09). For a centred template and a residual ``(g_1⋯g_k)·r`` (``r`` centred), only the
+term of ``(Σ_j z_j)^k`` that holds every ``z_j`` once survives the mean over tuples, and
+
+    U(θ) = (k!/|G|^{k+1}) Σ_ρ d_ρ Re tr(x̂^† û^(k) x̂^† û^(k−1) ⋯ x̂^† û^(1) ŵ^† r̂)[ρ].
+
+It splits over irrep classes, and so does ``‖θ‖²``; as ``U`` has degree ``k + 1 > 2``, its maximum on
+the unit sphere is the largest of the per-class maxima. Hölder's inequality for Schatten norms,
+``|tr(A_1⋯A_{k+1})| ≤ Π ‖A_i‖_{S_{k+1}}``, with ``‖x̂^† B‖_{S_{k+1}} ≤ ‖x̂‖_op ‖B‖_{S_{k+1}}``, and the
+ratio ``‖B‖_{S_{k+1}}/‖B‖_F`` (at most 1, and at most ``2^{1/(k+1) − 1/2}`` for quaternionic ``B``, whose
+singular values come in pairs) gives the per-class maximum (attained by rank-one, resp.
+quaternionic-rank-one, coefficients aligned with the top singular vectors of ``r̂``'s class):
+
+    Ū*_c = k! (k+1)^{−(k+1)/2} |G|^{−(k+1)/2} (C_c d_c)^{−(k−1)/2} ‖x̂[ρ]‖_op^k ‖r̂[ρ]‖_op,
+
+with ``C_c = 1`` for a real irrep and ``C_c = 2`` for a complex pair or a quaternionic irrep. For
+``r = x`` this is the criterion ``‖x̂[ρ]‖_op^{k+1}/(C_ρ d_ρ)^{(k−1)/2}`` of Marchetti et al. (2026); the
+tests check it against numerical maximization on the sphere, quaternionic irreps included. For
+``cyclic(p)`` and ``k = 2`` it is Theorem F.3: ``√(2/(27p³)) |x̂[ξ]|³``.
+
+**Levels and jump times** (assuming, as the follow-up does, that each step fits a whole irrep
+class): classes are learned in order of decreasing ``Ū*_c``; learning class ``c`` lowers the loss by
+half the target's power in it, ``½ (1/|G|) Σ_{ρ∈c} d_ρ ‖x̂[ρ]‖_F²``; and the utility of a new neuron
+keeps its form with the learned classes removed from ``r`` (the updated utility of Appendix F).
+Chapter 09 tests when this holds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .network import TwoLayerNetwork
+from .results import Staircase
+
+__all__ = [
+    "FiniteGroup", "cyclic", "dihedral", "alternating4", "symmetric4", "quaternion", "product",
+    "fourier", "inverse_fourier", "class_power", "class_component", "translates", "dataset",
+    "CompositionNetwork", "initial_theta", "utility", "class_utilities", "max_utility",
+    "utility_maximizer", "learning_order", "levels", "fourier_staircase", "output_power",
+]
+
+_TOL = 1e-9              # tolerance for user-supplied tables and irreps (the library's own hold to ~1e-15)
+_MAX_DATASET_ENTRIES = 2e8
+
+
+# ----------------------------------------------------------------------------------------------
+# input validation
+
+
+def _check_int(value, name, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return int(value)
+
+
+def _check_positive_real(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite positive number, got {value!r}")
+    return value
+
+
+def _check_group(G, name="G"):
+    if not isinstance(G, FiniteGroup):
+        raise TypeError(f"{name} must be a groups.FiniteGroup (e.g. groups.cyclic(5)), got {type(G).__name__}")
+    return G
+
+
+def _numeric_array(value, name, complex_ok=False):
+    """``value`` as a finite float (or complex) NumPy array; TypeError/ValueError naming ``name``."""
+    if type(value).__module__.startswith("torch"):
+        value = value.detach().cpu().numpy()
+    if not isinstance(value, (np.ndarray, list, tuple)):
+        raise TypeError(f"{name} must be an array of {'numbers' if complex_ok else 'real numbers'}, "
+                        f"got {type(value).__name__}")
+    value = np.asarray(value)
+    kinds = "biufc" if complex_ok else "biuf"
+    if value.dtype.kind not in kinds:
+        raise TypeError(f"{name} must hold {'numbers' if complex_ok else 'real numbers'}, got dtype {value.dtype}")
+    value = value.astype(complex if value.dtype.kind == "c" else float)
+    if not np.all(np.isfinite(value)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return value
+
+
+def _check_functions(u, G, name="u", complex_ok=False):
+    """An array whose last axis indexes the elements of ``G``."""
+    u = _numeric_array(u, name, complex_ok)
+    if u.ndim == 0 or u.shape[-1] != G.order:
+        raise ValueError(f"{name} must have last axis of length |G| = {G.order}, got shape {u.shape}")
+    return u
+
+
+def _check_template(x, G, name="x"):
+    """A nonzero centred real template of shape ``(|G|,)``."""
+    x = _numeric_array(x, name)
+    if x.shape != (G.order,):
+        raise ValueError(f"{name} must be a 1-D template of length |G| = {G.order}, got shape {x.shape}")
+    scale = float(np.abs(x).max())
+    if scale == 0:
+        raise ValueError(f"{name} must be nonzero")
+    if abs(float(x.sum())) > 1e-9 * scale * x.size:
+        raise ValueError(f"{name} must be centred (sum zero); subtract its mean first (sum is {x.sum():.3g})")
+    return x
+
+
+def _check_k(k):
+    return _check_int(k, "k", 1)
+
+
+def _check_classes(classes, G, name="learned"):
+    if isinstance(classes, (str, bytes)) or not isinstance(classes, (list, tuple, range, np.ndarray)):
+        raise TypeError(f"{name} must be a list or tuple of irrep-class indices, got {type(classes).__name__}")
+    out = []
+    for c in classes:
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
+            raise TypeError(f"{name} must hold integer irrep-class indices, got {type(c).__name__}")
+        if not 0 <= c < G.num_classes:
+            raise ValueError(f"{name} must hold irrep-class indices in [0, {G.num_classes}) for {G.name}, got {c}")
+        out.append(int(c))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# finite groups
+
+
+def _read_only(a):
+    a = np.array(a)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class FiniteGroup:
+    """A finite group as a multiplication table, with a complete set of irreducible unitary representations.
+
+    Attributes
+    ----------
+    table : (N, N) int array
+        ``table[a, b]`` is the index of the product ``a·b``.
+    irreps : tuple of (N, d, d) arrays
+        One array per irrep ``ρ``, ``irreps[r][g] = ρ(g)``: unitary, pairwise inequivalent,
+        ``Σ d_ρ² = N``. Real (float) arrays for real orthogonal irreps, complex otherwise.
+    name : str
+    irrep_names, element_names : tuples of str (default ``ρ0, ρ1, …`` and ``0, 1, …``)
+
+    Derived (read-only): ``order`` (N), ``identity``, ``inverse`` (array: ``inverse[g]`` is the index of
+    ``g⁻¹``), ``dims`` (``d_ρ`` per irrep), ``characters`` ((R, N) array ``tr ρ(g)``),
+    ``frobenius_schur`` (``ν_ρ = (1/N) Σ_g χ_ρ(g²)`` ∈ {1, 0, −1}), ``irrep_classes`` (tuples of irrep
+    indices: ``(r,)`` for a real or quaternionic irrep, ``(r, s)`` for a complex irrep ``r`` and its
+    conjugate ``s``, ordered by first index), ``class_types`` (``"real"``, ``"complex"`` or
+    ``"quaternionic"``), ``class_dims`` (``d_ρ`` of the class's irreps), ``num_classes``.
+
+    The constructor checks the group axioms and that the irreps are unitary, homomorphic, irreducible,
+    pairwise inequivalent and complete (to 1e-9), raising ValueError otherwise.
+    """
+
+    table: np.ndarray
+    irreps: tuple
+    name: str = "G"
+    irrep_names: tuple | None = None
+    element_names: tuple | None = None
+    order: int = field(init=False)
+    identity: int = field(init=False)
+    inverse: np.ndarray = field(init=False)
+    dims: tuple = field(init=False)
+    characters: np.ndarray = field(init=False)
+    frobenius_schur: tuple = field(init=False)
+    irrep_classes: tuple = field(init=False)
+    class_types: tuple = field(init=False)
+    class_dims: tuple = field(init=False)
+
+    def __post_init__(self):
+        set_ = lambda key, value: object.__setattr__(self, key, value)  # noqa: E731 (frozen dataclass)
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a string, got {type(self.name).__name__}")
+        table = self.table
+        if not isinstance(table, (np.ndarray, list, tuple)):
+            raise TypeError(f"table must be an integer array, got {type(table).__name__}")
+        table = np.asarray(table)
+        if table.dtype.kind not in "iu":
+            raise TypeError(f"table must hold integers, got dtype {table.dtype}")
+        if table.ndim != 2 or table.shape[0] != table.shape[1] or table.shape[0] < 1:
+            raise ValueError(f"table must be a square (N, N) array, got shape {table.shape}")
+        N = table.shape[0]
+        table = table.astype(np.int64)
+        if table.min() < 0 or table.max() >= N:
+            raise ValueError(f"table entries must be element indices in [0, {N}), got range "
+                             f"[{table.min()}, {table.max()}]")
+        identity_rows = np.nonzero((table == np.arange(N)).all(axis=1))[0]
+        if identity_rows.size != 1 or not np.array_equal(table[:, identity_rows[0]], np.arange(N)):
+            raise ValueError("table must have a two-sided identity element")
+        e = int(identity_rows[0])
+        rows_ok = (np.sort(table, axis=1) == np.arange(N)).all()
+        cols_ok = (np.sort(table, axis=0) == np.arange(N)[:, None]).all()
+        if not (rows_ok and cols_ok):
+            raise ValueError("table must be a Latin square (every element has an inverse, cancellation holds)")
+        for a in range(N):  # associativity (a·b)·c == a·(b·c), one a at a time to keep memory at N²
+            if not np.array_equal(table[table[a]], table[a][table]):
+                raise ValueError(f"table is not associative (fails for a = {a})")
+        inverse = np.argmax(table == e, axis=1)
+
+        if not isinstance(self.irreps, (list, tuple)) or len(self.irreps) == 0:
+            raise TypeError("irreps must be a non-empty list or tuple of (N, d, d) arrays")
+        irreps = []
+        for r, rho in enumerate(self.irreps):
+            rho = _numeric_array(rho, f"irreps[{r}]", complex_ok=True)
+            if rho.ndim != 3 or rho.shape[0] != N or rho.shape[1] != rho.shape[2]:
+                raise ValueError(f"irreps[{r}] must have shape (N, d, d) with N = {N}, got {rho.shape}")
+            if np.iscomplexobj(rho) and not np.any(rho.imag):
+                rho = rho.real
+            d = rho.shape[1]
+            eye = np.eye(d)
+            if np.abs(rho.conj().transpose(0, 2, 1) @ rho - eye).max() > _TOL:
+                raise ValueError(f"irreps[{r}] is not unitary")
+            products = np.einsum("aij,bjk->abik", rho, rho)
+            if np.abs(products - rho[table]).max() > _TOL:
+                raise ValueError(f"irreps[{r}] is not a homomorphism: rho(a) rho(b) != rho(a·b)")
+            irreps.append(_read_only(rho))
+        dims = tuple(int(rho.shape[1]) for rho in irreps)
+        characters = np.array([np.trace(rho, axis1=1, axis2=2) for rho in irreps])
+        gram = characters.conj() @ characters.T / N
+        if np.abs(gram - np.eye(len(irreps))).max() > _TOL:
+            raise ValueError("irreps must be irreducible and pairwise inequivalent (characters orthonormal)")
+        if sum(d * d for d in dims) != N:
+            raise ValueError(f"irreps must be complete: sum of d_rho^2 is {sum(d * d for d in dims)}, |G| = {N}")
+
+        indicator = (characters[:, np.diag(table)].sum(axis=1) / N)
+        fs = np.rint(indicator.real).astype(int)
+        if np.abs(indicator - fs).max() > _TOL:
+            raise ValueError("irreps have non-integer Frobenius-Schur indicators; check the irreps")
+        classes, types, seen = [], [], set()
+        for r in range(len(irreps)):
+            if r in seen:
+                continue
+            if fs[r] != 0:
+                classes.append((r,))
+                types.append("real" if fs[r] == 1 else "quaternionic")
+                seen.add(r)
+                continue
+            partner = int(np.argmin(np.abs(characters - characters[r].conj()).max(axis=1)))
+            classes.append((r, partner))
+            types.append("complex")
+            seen.update((r, partner))
+
+        names = self.irrep_names
+        if names is None:
+            names = tuple(f"ρ{r}" for r in range(len(irreps)))
+        if len(names) != len(irreps) or not all(isinstance(s, str) for s in names):
+            raise ValueError(f"irrep_names must be {len(irreps)} strings, got {names!r}")
+        elements = self.element_names
+        if elements is None:
+            elements = tuple(str(g) for g in range(N))
+        if len(elements) != N or not all(isinstance(s, str) for s in elements):
+            raise ValueError(f"element_names must be {N} strings, got {elements!r}")
+
+        set_("table", _read_only(table))
+        set_("irreps", tuple(irreps))
+        set_("irrep_names", tuple(names))
+        set_("element_names", tuple(elements))
+        set_("order", N)
+        set_("identity", e)
+        set_("inverse", _read_only(inverse))
+        set_("dims", dims)
+        set_("characters", _read_only(characters))
+        set_("frobenius_schur", tuple(int(v) for v in fs))
+        set_("irrep_classes", tuple(classes))
+        set_("class_types", tuple(types))
+        set_("class_dims", tuple(dims[c[0]] for c in classes))
+
+    @property
+    def num_classes(self):
+        return len(self.irrep_classes)
+
+    @property
+    def is_abelian(self):
+        return bool(np.array_equal(self.table, self.table.T))
+
+    def class_names(self):
+        """One label per irrep class: ``"ρ"`` or ``"ρ/ρ̄"`` from :attr:`irrep_names`."""
+        return ["/".join(self.irrep_names[r] for r in c) for c in self.irrep_classes]
+
+    def __repr__(self):
+        return f"FiniteGroup({self.name}, order={self.order}, irrep dims={list(self.dims)})"
+
+
+def cyclic(n):
+    """The cyclic group Z/n: elements ``0, …, n−1``, ``a·b = a + b mod n``.
+
+    Irrep ``m`` (``m = 0, …, n−1``) is ``ρ_m(a) = e^{2πi am/n}``, so that ``fourier(x, cyclic(n))[m]`` is
+    ``dft.dft(x)[m]``. ``ρ_0`` and (``n`` even) ``ρ_{n/2}`` are real; ``ρ_m`` and ``ρ_{n−m}`` form a complex pair.
+    """
+    n = _check_int(n, "n")
+    a = np.arange(n)
+    table = (a[:, None] + a[None, :]) % n
+    irreps = []
+    for m in range(n):
+        if (2 * m) % n == 0:
+            irreps.append(np.cos(np.pi * (2 * m // n) * a).reshape(n, 1, 1).round())
+        else:
+            irreps.append(np.exp(2j * np.pi * ((a * m) % n) / n).reshape(n, 1, 1))
+    return FiniteGroup(table, tuple(irreps), f"Z{n}", tuple(f"χ{m}" for m in range(n)), tuple(str(g) for g in a))
+
+
+def _rotation(angle):
+    c, s = np.cos(angle), np.sin(angle)
+    return np.stack([np.stack([c, -s], -1), np.stack([s, c], -1)], -2)
+
+
+def dihedral(n):
+    """The dihedral group D_n of order ``2n``: element ``a + n·b`` is ``r^a s^b`` (``r`` a rotation by
+    ``2π/n``, ``s`` a reflection, ``s r s = r⁻¹``), so ``r^a s^b · r^c s^d = r^{a + (−1)^b c} s^{b+d}``.
+
+    Irreps, all real: ``A1`` (trivial), ``A2`` (``s ↦ −1``), for even ``n`` also ``B1`` (``r ↦ −1``) and
+    ``B2`` (``r, s ↦ −1``), and the 2-dim ``E_m``, ``1 ≤ m < n/2``: ``r ↦`` rotation by ``2πm/n``,
+    ``s ↦ diag(1, −1)``.
+    """
+    n = _check_int(n, "n")
+    a, b = np.arange(2 * n) % n, np.arange(2 * n) // n
+    sign = 1 - 2 * b
+    table = ((a[:, None] + sign[:, None] * a[None, :]) % n) + n * (b[:, None] ^ b[None, :])
+    one = lambda values: np.asarray(values, dtype=float).reshape(2 * n, 1, 1)  # noqa: E731
+    irreps, names = [one(np.ones(2 * n)), one(sign)], ["A1", "A2"]
+    if n % 2 == 0:
+        irreps += [one((-1.0) ** a), one((-1.0) ** (a + b))]
+        names += ["B1", "B2"]
+    reflection = np.diag([1.0, -1.0])
+    for m in range(1, (n + 1) // 2):
+        rot = _rotation(2 * np.pi * ((a * m) % n) / n)
+        irreps.append(np.where(b[:, None, None] == 1, rot @ reflection, rot))
+        names.append(f"E{m}")
+    elements = tuple(("r" + (str(i) if i > 1 else "") if i else "") + ("s" if j else "") or "e" for i, j in zip(a, b))
+    return FiniteGroup(table, tuple(irreps), f"D{n}", tuple(names), elements)
+
+
+def _permutation_group(perms):
+    """Table of a group of permutations (tuples), ``(p·q)(i) = p(q(i))``, and the permutation matrices."""
+    index = {p: i for i, p in enumerate(perms)}
+    table = np.array([[index[tuple(p[q[i]] for i in range(len(q)))] for q in perms] for p in perms])
+    n = len(perms[0])
+    matrices = np.zeros((len(perms), n, n))
+    for g, p in enumerate(perms):
+        matrices[g, list(p), range(n)] = 1.0   # P(p) e_i = e_{p(i)}
+    return table, matrices
+
+
+def _parity(p):
+    return sum(1 for i in range(len(p)) for j in range(i + 1, len(p)) if p[i] > p[j]) % 2
+
+
+# An orthonormal basis of the sum-zero vectors of R^4 in which the permutation representation of
+# S4 (and A4) becomes signed permutation matrices: the three nontrivial characters of the Klein group.
+_KLEIN_BASIS = np.array([[1, 1, -1, -1], [1, -1, 1, -1], [1, -1, -1, 1]], dtype=float).T / 2
+
+
+def alternating4():
+    """The alternating group A_4 (order 12): even permutations of ``0, 1, 2, 3`` in lexicographic order
+    (the identity first), ``(p·q)(i) = p(q(i))``.
+
+    Irreps: ``trivial``; ``ω`` and ``ω̄`` (a complex conjugate pair), ``g ↦ e^{±2πi j/3}`` through
+    ``A_4 → A_4/V_4 ≅ Z/3`` with ``g ∈ V_4 c^j`` for the 3-cycle ``c = (0 1 2)``; ``standard``, the
+    3-dim real representation on the sum-zero vectors of ``R^4`` (signed permutation matrices in the
+    basis of the Klein group's characters).
+    """
+    perms = [p for p in itertools.permutations(range(4)) if _parity(p) == 0]
+    table, matrices = _permutation_group(perms)
+    index = {p: i for i, p in enumerate(perms)}
+    klein = {index[p] for p in perms if all(p[i] != i for i in range(4))} | {index[(0, 1, 2, 3)]}
+    c = index[(1, 2, 0, 3)]
+    c_inverse = int(np.argmax(table[c] == index[(0, 1, 2, 3)]))
+    coset = np.empty(len(perms), dtype=int)
+    for g in range(len(perms)):
+        h, j = g, 0
+        while h not in klein:
+            h, j = table[h, c_inverse], j + 1
+        coset[g] = j
+    omega = np.exp(2j * np.pi * coset / 3).reshape(-1, 1, 1)
+    standard = _KLEIN_BASIS.T @ matrices @ _KLEIN_BASIS
+    irreps = (np.ones((12, 1, 1)), omega, omega.conj(), standard)
+    return FiniteGroup(table, irreps, "A4", ("trivial", "ω", "ω̄", "standard"),
+                       tuple("".join(map(str, p)) for p in perms))
+
+
+def symmetric4():
+    """The symmetric group S_4 (order 24): permutations of ``0, 1, 2, 3`` in lexicographic order,
+    ``(p·q)(i) = p(q(i))``. All five irreps are real: ``trivial``, ``sign``, the 2-dim ``E`` (through
+    ``S_4 → S_3``, the action on the three ways to split ``{0,1,2,3}`` into pairs), ``standard``
+    (3-dim, on the sum-zero vectors of ``R^4``) and ``standard⊗sign``.
+    """
+    perms = list(itertools.permutations(range(4)))
+    table, matrices = _permutation_group(perms)
+    sign = np.array([1.0 - 2 * _parity(p) for p in perms]).reshape(-1, 1, 1)
+    pairings = [frozenset({frozenset({0, 1}), frozenset({2, 3})}), frozenset({frozenset({0, 2}), frozenset({1, 3})}),
+                frozenset({frozenset({0, 3}), frozenset({1, 2})})]
+    on_pairings = np.zeros((24, 3, 3))
+    for g, p in enumerate(perms):
+        for i, pairing in enumerate(pairings):
+            image = frozenset(frozenset(p[v] for v in pair) for pair in pairing)
+            on_pairings[g, pairings.index(image), i] = 1.0
+    triangle = np.array([[1.0, -1.0, 0.0], [1.0, 1.0, -2.0]]).T / np.array([math.sqrt(2), math.sqrt(6)])
+    E = triangle.T @ on_pairings @ triangle
+    standard = _KLEIN_BASIS.T @ matrices @ _KLEIN_BASIS
+    irreps = (np.ones((24, 1, 1)), sign, E, standard, standard * sign)
+    return FiniteGroup(table, irreps, "S4", ("trivial", "sign", "E", "standard", "standard⊗sign"),
+                       tuple("".join(map(str, p)) for p in perms))
+
+
+def _quaternion_product(p, q):
+    a1, b1, c1, d1 = p
+    a2, b2, c2, d2 = q
+    return (a1 * a2 - b1 * b2 - c1 * c2 - d1 * d2, a1 * b2 + b1 * a2 + c1 * d2 - d1 * c2,
+            a1 * c2 - b1 * d2 + c1 * a2 + d1 * b2, a1 * d2 + b1 * c2 - c1 * b2 + d1 * a2)
+
+
+def quaternion():
+    """The quaternion group Q_8 = {±1, ±i, ±j, ±k} (elements in that order), Hamilton's product.
+
+    Irreps: ``trivial`` and the three real characters ``χ_i``, ``χ_j``, ``χ_k`` (``χ_i`` is 1 on ``±1, ±i``
+    and −1 on ``±j, ±k``), and ``quaternionic``: ``a + bi + cj + dk ↦ [[a + bi, c + di], [−c + di, a − bi]]``,
+    the one quaternionic irrep of the book's groups (Frobenius–Schur indicator −1).
+    """
+    units = [(1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1)]
+    elements = [tuple(s * v for v in u) for u in units for s in (1, -1)]
+    index = {q: i for i, q in enumerate(elements)}
+    table = np.array([[index[_quaternion_product(p, q)] for q in elements] for p in elements])
+    axis = np.array([np.argmax(np.abs(q)) for q in elements])   # 0 for ±1, 1 for ±i, ...
+    chars = [np.where((axis == 0) | (axis == t), 1.0, -1.0).reshape(8, 1, 1) for t in (1, 2, 3)]
+    q = np.array(elements, dtype=float)
+    two = np.empty((8, 2, 2), dtype=complex)
+    two[:, 0, 0], two[:, 0, 1] = q[:, 0] + 1j * q[:, 1], q[:, 2] + 1j * q[:, 3]
+    two[:, 1, 0], two[:, 1, 1] = -q[:, 2] + 1j * q[:, 3], q[:, 0] - 1j * q[:, 1]
+    names = ("1", "-1", "i", "-i", "j", "-j", "k", "-k")
+    return FiniteGroup(table, (np.ones((8, 1, 1)), *chars, two), "Q8",
+                       ("trivial", "χi", "χj", "χk", "quaternionic"), names)
+
+
+def _real_form(rho, seed=0):
+    """A real orthogonal irrep equivalent to a complex-matrix irrep ``rho`` of real type (indicator 1).
+
+    The realification ``R(g) = [[Re ρ, −Im ρ], [Im ρ, Re ρ]]`` is two copies of a real irrep ``π``; a
+    symmetric element of its commutant (a group average of a fixed random matrix) has two eigenvalues
+    of multiplicity ``d`` whose eigenspaces carry ``π``.
+    """
+    d = rho.shape[1]
+    R = np.block([[rho.real, -rho.imag], [rho.imag, rho.real]])
+    A = np.random.default_rng(seed).normal(size=(2 * d, 2 * d))
+    S = np.einsum("gij,jk,glk->il", R, A + A.T, R) / rho.shape[0]
+    values, vectors = np.linalg.eigh(S)
+    if values[d] - values[d - 1] < 1e-6 * max(1.0, abs(values).max()):
+        raise ValueError("could not split the realification of a real-type irrep (degenerate commutant)")
+    Q = vectors[:, d:]
+    return Q.T @ R @ Q
+
+
+def product(G, H):
+    """The direct product ``G × H``: element ``(g, h)`` has index ``g·|H| + h``.
+
+    Irreps are the Kronecker products ``ρ ⊗ σ`` (in the order of ``G``'s irreps, then ``H``'s), with
+    Frobenius–Schur indicator ``ν_ρ ν_σ``. A product of two quaternionic irreps is of real type and is
+    replaced by an equivalent real orthogonal irrep.
+    """
+    G, H = _check_group(G, "G"), _check_group(H, "H")
+    nG, nH = G.order, H.order
+    table = (G.table[:, None, :, None] * nH + H.table[None, :, None, :]).reshape(nG * nH, nG * nH)
+    irreps, names = [], []
+    for r, rho in enumerate(G.irreps):
+        for s, sigma in enumerate(H.irreps):
+            d = rho.shape[1] * sigma.shape[1]
+            kron = np.einsum("gij,hkl->ghikjl", rho, sigma).reshape(nG * nH, d, d)
+            if G.frobenius_schur[r] * H.frobenius_schur[s] == 1 and np.iscomplexobj(kron) and np.any(kron.imag):
+                kron = _real_form(kron)
+            irreps.append(kron)
+            names.append(f"{G.irrep_names[r]}⊗{H.irrep_names[s]}")
+    elements = tuple(f"({g},{h})" for g in G.element_names for h in H.element_names)
+    return FiniteGroup(table, tuple(irreps), f"{G.name}×{H.name}", tuple(names), elements)
+
+
+# ----------------------------------------------------------------------------------------------
+# Fourier analysis
+
+
+def fourier(u, G):
+    """The group Fourier transform ``û[ρ] = Σ_g u(g) ρ(g)^†`` for every irrep ``ρ`` of ``G``.
+
+    ``u`` has shape ``(..., |G|)`` (real or complex). Returns a list, one array of shape
+    ``(..., d_ρ, d_ρ)`` per irrep (real when ``u`` and ``ρ`` are real). For ``cyclic(p)``,
+    ``fourier(u, G)[m][..., 0, 0] == dft.dft(u)[..., m]``.
+    """
+    G = _check_group(G)
+    u = _check_functions(u, G, "u", complex_ok=True)
+    return [np.einsum("...g,gji->...ij", u, rho.conj()) for rho in G.irreps]
+
+
+def _check_coefficients(u_hat, G, name="u_hat"):
+    if not isinstance(u_hat, (list, tuple)) or len(u_hat) != len(G.irreps):
+        raise TypeError(f"{name} must be a list of {len(G.irreps)} arrays, one per irrep of {G.name} "
+                        f"(as returned by groups.fourier), got {type(u_hat).__name__}")
+    out = []
+    for r, (block, d) in enumerate(zip(u_hat, G.dims)):
+        block = _numeric_array(block, f"{name}[{r}]", complex_ok=True)
+        if block.ndim < 2 or block.shape[-2:] != (d, d):
+            raise ValueError(f"{name}[{r}] must have shape (..., {d}, {d}), got {block.shape}")
+        out.append(block)
+    if len({b.shape[:-2] for b in out}) != 1:
+        raise ValueError(f"{name} arrays must share their leading (batch) shape")
+    return out
+
+
+def inverse_fourier(u_hat, G, *, real=True):
+    """The inverse transform ``u(g) = (1/|G|) Σ_ρ d_ρ tr(ρ(g) û[ρ])``; shape ``(..., |G|)``.
+
+    With ``real=True`` (default) the real part is returned: the coefficients of a real function
+    give a real function up to rounding.
+    """
+    G = _check_group(G)
+    u_hat = _check_coefficients(u_hat, G)
+    u = sum(d * np.einsum("gij,...ji->...g", rho, block) for rho, d, block in zip(G.irreps, G.dims, u_hat))
+    u = u / G.order
+    return u.real if real else u
+
+
+def class_power(u, G):
+    """The power of ``u`` per irrep class, ``(1/|G|) Σ_{ρ∈c} d_ρ ‖û[ρ]‖_F²``: shape ``(..., num_classes)``.
+
+    The classes' powers sum to ``‖u‖²`` (Plancherel), and the power of class ``c`` is
+    ``‖class_component(u, G, [c])‖²``.
+    """
+    G = _check_group(G)
+    u_hat = fourier(u, G)
+    per_irrep = [d * np.sum(np.abs(block) ** 2, axis=(-2, -1)) / G.order for d, block in zip(G.dims, u_hat)]
+    return np.stack([sum(per_irrep[r] for r in c) for c in G.irrep_classes], axis=-1)
+
+
+def class_component(u, G, classes):
+    """The component of ``u`` (shape ``(..., |G|)``) in the isotypic subspace of the given irrep classes:
+    the inverse transform of ``û`` with every other irrep's coefficient set to zero."""
+    G = _check_group(G)
+    classes = _check_classes(classes, G, "classes")
+    keep = {r for c in classes for r in G.irrep_classes[c]}
+    u_hat = [block if r in keep else np.zeros_like(block) for r, block in enumerate(fourier(u, G))]
+    return inverse_fourier(u_hat, G, real=not np.iscomplexobj(u))
+
+
+# ----------------------------------------------------------------------------------------------
+# the composition task
+
+
+def translates(x, G):
+    """All translates of ``x``: row ``g`` is ``g·x``, ``(g·x)(a) = x(g⁻¹a)``; shape ``(|G|, |G|)``.
+
+    For ``cyclic(p)``, ``g·x = numpy.roll(x, g)``.
+    """
+    G = _check_group(G)
+    x = _numeric_array(x, "x")
+    if x.shape != (G.order,):
+        raise ValueError(f"x must be a 1-D template of length |G| = {G.order}, got shape {x.shape}")
+    return x[G.table[G.inverse]]
+
+
+def dataset(x, G, *, k=2):
+    """All ``|G|^k`` tuples ``(g_1, …, g_k) ↦ (g_1⋯g_k)·x`` for a centred template ``x``.
+
+    Returns ``X`` of shape ``(|G|^k, k|G|)``, row ``Σ_j g_j |G|^{k−j}`` (the first summand varies
+    slowest) holding ``[g_1·x, …, g_k·x]``, and ``Y`` of shape ``(|G|^k, |G|)`` holding
+    ``(g_1⋯g_k)·x``. For ``cyclic(p)`` and ``k = 2`` this is :func:`agf_lib.modular.dataset`.
+    """
+    G = _check_group(G)
+    x, k = _check_template(x, G), _check_k(k)
+    N = G.order
+    if N**k * (k + 1) * N > _MAX_DATASET_ENTRIES:
+        raise ValueError(f"k = {k} summands over {G.name} give {N}^{k} tuples, too many to hold; use a smaller k")
+    shifts = translates(x, G)
+    tuples = np.indices((N,) * k).reshape(k, -1)
+    composed = tuples[0]
+    for g in tuples[1:]:
+        composed = G.table[composed, g]
+    return np.concatenate([shifts[g] for g in tuples], axis=1), shifts[composed]
+
+
+class CompositionNetwork(TwoLayerNetwork):
+    """``f(g_1·x, …, g_k·x; Θ) = Σ_i w_i (Σ_j ⟨u_i^(j), g_j·x⟩)^k``: composition of ``k`` elements of ``G``.
+
+    ``theta`` has shape ``(H, (k+1)|G|)``, each row ``θ_i = (u_i^(1), …, u_i^(k), w_i)``; inputs ``X`` of
+    shape ``(n, k|G|)`` (see :func:`dataset`), ``|G|`` outputs; κ = k + 1. Closed forms, with
+    ``z_in = ⟨(u_i^(1), …, u_i^(k)), x_n⟩`` and ``s_in = ⟨w_i, r_n⟩``:
+
+        U_i = E_n[z_in^k s_in],   ∇_{u_i} U_i = k E_n[z_in^{k−1} s_in x_n],   ∇_{w_i} U_i = E_n[z_in^k r_n].
+
+    For ``cyclic(p)`` and ``k = 2`` it computes what :class:`agf_lib.modular.QuadraticModularNetwork` does.
+    """
+
+    def __init__(self, G, H, *, k=2):
+        self.group = _check_group(G)
+        self.num_neurons = _check_int(H, "H")
+        self.k = _check_k(k)
+        self.kappa = self.k + 1
+        N = self.group.order
+        self.input_dim, self.output_dim, self.num_params = self.k * N, N, (self.k + 1) * N
+
+    def _preactivations(self, theta, X):
+        return theta[:, : self.input_dim] @ X.T                      # (H, n)
+
+    def neuron_outputs(self, theta, X):
+        z = self._preactivations(theta, X)
+        return (z**self.k)[:, :, None] * theta[:, None, self.input_dim :]
+
+    def __call__(self, theta, X):
+        return (self._preactivations(theta, X) ** self.k).T @ theta[:, self.input_dim :]
+
+    def weighted_output(self, phi, X, weights):
+        return ((self._preactivations(phi, X) ** self.k) * weights[:, None]).T @ phi[:, self.input_dim :]
+
+    def utility_gradient(self, theta, X, residual):
+        n, k = X.shape[0], self.k
+        z = self._preactivations(theta, X)                           # (H, n)
+        s = theta[:, self.input_dim :] @ residual.T                  # (H, n)
+        z_km1 = z ** (k - 1)
+        z_k = z_km1 * z
+        U = (z_k * s).sum(1) / n
+        grad = np.concatenate([(k / n) * (z_km1 * s) @ X, z_k @ residual / n], axis=1)
+        return U, grad
+
+    def initial_theta(self, alpha, seed=0):
+        """See :func:`initial_theta`."""
+        return initial_theta(self.group, self.num_neurons, alpha=alpha, seed=seed, k=self.k)
+
+    def __repr__(self):
+        return f"CompositionNetwork({self.group.name}, H={self.num_neurons}, k={self.k})"
+
+
+def initial_theta(G, H, *, alpha, seed=0, k=2):
+    """The paper's initialization for :class:`CompositionNetwork` (``d = k|G|`` inputs, ``c = |G|`` outputs).
+
+    ``(u^(1), …, u^(k)) ~ N(0, α²/(2k|G|) I)`` and ``w ~ N(0, α²/(2|G|) I)``, so ``E‖θ_i‖² = α²``; the
+    same draws as :func:`agf_lib.modular.initial_theta` for ``cyclic(p)`` and ``k = 2``. Shape ``(H, (k+1)|G|)``.
+    """
+    G, H, k = _check_group(G), _check_int(H, "H"), _check_k(k)
+    alpha = _check_positive_real(alpha, "alpha")
+    N = G.order
+    rng = np.random.default_rng(seed)
+    u = rng.normal(0.0, 1.0, (H, k * N)) * (alpha / math.sqrt(2 * k * N))
+    w = rng.normal(0.0, 1.0, (H, N)) * (alpha / math.sqrt(2 * N))
+    return np.concatenate([u, w], axis=1)
+
+
+# ----------------------------------------------------------------------------------------------
+# theory: utility, its maximum per irrep class, levels, staircase
+
+
+def _residual_coefficients(x_hat, G, learned):
+    gone = {r for c in learned for r in G.irrep_classes[c]}
+    return [np.zeros_like(block) if r in gone else block for r, block in enumerate(x_hat)]
+
+
+def utility(theta, x, G, *, k=2, learned=()):
+    """The utility of neurons in the Fourier domain (module docstring; Lemma F.2 for ``cyclic(p)``):
+
+        U(θ) = (k!/|G|^{k+1}) Σ_ρ d_ρ Re tr(x̂^† û^(k) ⋯ x̂^† û^(1) ŵ^† r̂)[ρ],
+
+    against the residual ``(g_1⋯g_k)·r`` with ``r`` the template ``x`` minus its components in the
+    irrep classes ``learned``. ``theta`` of shape ``((k+1)|G|,)`` or ``(H, (k+1)|G|)``; a float or ``(H,)``.
+    """
+    G, k = _check_group(G), _check_k(k)
+    x = _check_template(x, G)
+    learned = _check_classes(learned, G)
+    N = G.order
+    theta = _numeric_array(theta, "theta")
+    if theta.ndim not in (1, 2) or theta.shape[-1] != (k + 1) * N:
+        raise ValueError(f"theta must have shape ({(k + 1) * N},) or (H, {(k + 1) * N}) for k = {k} on "
+                         f"{G.name}, got {theta.shape}")
+    x_hat = fourier(x, G)
+    r_hat = _residual_coefficients(x_hat, G, learned)
+    parts = [fourier(theta[..., j * N : (j + 1) * N], G) for j in range(k + 1)]
+    total = 0.0
+    for r, d in enumerate(G.dims):
+        x_dag = x_hat[r].conj().T
+        M = np.swapaxes(parts[k][r].conj(), -1, -2) @ r_hat[r]          # ŵ^† r̂
+        for j in range(k):
+            M = x_dag @ parts[j][r] @ M
+        total = total + d * np.trace(M, axis1=-2, axis2=-1).real
+    value = math.factorial(k) / N ** (k + 1) * total
+    return float(value) if np.ndim(value) == 0 else value
+
+
+def _op_norms(x_hat):
+    return np.array([np.linalg.norm(block, 2) for block in x_hat])
+
+
+def class_utilities(x, G, *, k=2, learned=()):
+    """The maximal utility of one unit-norm neuron within each irrep class (module docstring):
+
+        Ū*_c = k! (k+1)^{−(k+1)/2} |G|^{−(k+1)/2} (C_c d_c)^{−(k−1)/2} ‖x̂[ρ_c]‖_op^{k+1},
+
+    ``C_c = 1`` for a real irrep, 2 for a complex pair or a quaternionic irrep; zero for the classes in
+    ``learned`` (their part of the residual is gone). Shape ``(num_classes,)``, in the order of
+    ``G.irrep_classes``. For ``cyclic(p)`` and ``k = 2``: ``√(2/(27p³)) |x̂[m]|³`` per pair ``±m``.
+    """
+    G, k = _check_group(G), _check_k(k)
+    x = _check_template(x, G)
+    learned = set(_check_classes(learned, G))
+    N = G.order
+    sigma = _op_norms(fourier(x, G))
+    out = np.zeros(G.num_classes)
+    for c, (members, kind, d) in enumerate(zip(G.irrep_classes, G.class_types, G.class_dims)):
+        if c in learned:
+            continue
+        C = 1 if kind == "real" else 2
+        out[c] = (math.factorial(k) * (k + 1) ** (-(k + 1) / 2) * N ** (-(k + 1) / 2)
+                  * (C * d) ** (-(k - 1) / 2) * sigma[members[0]] ** (k + 1))
+    return out
+
+
+def max_utility(x, G, *, k=2, learned=()):
+    """The maximal utility ``max_{‖θ‖=1} U(θ)`` of one neuron against the target (or, with ``learned``,
+    the updated utility): the largest of :func:`class_utilities`. Theorem F.3 for ``cyclic(p)``, ``k = 2``."""
+    return float(class_utilities(x, G, k=k, learned=learned).max())
+
+
+def learning_order(x, G, *, k=2, tol=1e-12):
+    """The irrep classes in the predicted order of learning: decreasing :func:`class_utilities`
+    (the follow-up's criterion ``‖x̂[ρ]‖_op^{k+1}/(C_ρ d_ρ)^{(k−1)/2}``), ties by class index.
+
+    Classes with ``‖x̂[ρ]‖_op ≤ tol · max_ρ ‖x̂[ρ]‖_op`` carry nothing to learn and are left out. For
+    ``cyclic(p)`` class ``m`` is the pair ``±m``, and this is :func:`agf_lib.dft.dominant_frequencies`.
+    """
+    G, k = _check_group(G), _check_k(k)
+    x = _check_template(x, G)
+    tol = _check_positive_real(tol, "tol")
+    sigma = _op_norms(fourier(x, G))
+    present = [c for c, members in enumerate(G.irrep_classes) if sigma[members[0]] > tol * sigma.max()]
+    scores = class_utilities(x, G, k=k)
+    return sorted(present, key=lambda c: -scores[c])
+
+
+def levels(x, G, *, k=2):
+    """Loss levels ``ℓ^(j) = ½‖x‖² − ½ Σ_{l≤j} P_{c_l}`` after learning ``j`` irrep classes, where
+    ``c_1, c_2, …`` is :func:`learning_order` and ``P_c`` = :func:`class_power` of ``x``: the group
+    version of the paper's Eq. 9, assuming each step fits its whole class. ``ℓ^(0) = ½‖x‖²``, the last is 0
+    (up to rounding); :func:`agf_lib.modular.levels` for ``cyclic(p)``.
+    """
+    order = learning_order(x, G, k=k)
+    x = np.asarray(x, dtype=float)
+    drops = 0.5 * class_power(x, G)[order]
+    return 0.5 * float(x @ x) - np.concatenate([[0.0], np.cumsum(drops)])
+
+
+def utility_maximizer(x, G, *, k=2, irrep_class=None):
+    """A unit-norm neuron ``θ`` (shape ``((k+1)|G|,)``) whose utility is :func:`class_utilities` of ``irrep_class``
+    (default: the first class of :func:`learning_order`).
+
+    With ``(a, b)`` the top singular pair of ``x̂[ρ]`` (``x̂[ρ] b = ‖x̂[ρ]‖_op a``) for the class's first irrep,
+    every block ``u^(1), …, u^(k), w`` is the real function ``g ↦ Re tr(ρ(g) a b^†)`` scaled to norm
+    ``1/√(k+1)``: rank-one coefficients ``∝ a b^†`` (a quaternionic-rank-one pair for a quaternionic irrep).
+    """
+    G, k = _check_group(G), _check_k(k)
+    x = _check_template(x, G)
+    if irrep_class is None:
+        order = learning_order(x, G, k=k)
+        if not order:
+            raise ValueError("x has no irrep class to learn")
+        irrep_class = order[0]
+    (irrep_class,) = _check_classes([irrep_class], G, "irrep_class")
+    r = G.irrep_classes[irrep_class][0]
+    x_hat = fourier(x, G)[r]
+    U, S, Vh = np.linalg.svd(x_hat)
+    if S[0] == 0:
+        raise ValueError(f"x has no component in irrep class {irrep_class} ({G.class_names()[irrep_class]})")
+    a, b = U[:, 0], Vh[0].conj()
+    block = np.einsum("gij,ji->g", G.irreps[r], np.outer(a, b.conj())).real
+    block = block / (np.linalg.norm(block) * math.sqrt(k + 1))
+    return np.tile(block, k + 1)
+
+
+def _escape_scale(kappa, initial_norm, adaptive_rate):
+    """``(scale, unit)`` with jump times ``scale / (rate · ηŪ)``, ``rate = κ`` (adaptive rate or κ = 2) or
+    ``(κ − 2)κ``: a neuron of norm ``ν`` and normalized utility ``Ū`` grows as ``d‖θ‖/dt = κηŪ‖θ‖^{κ−1}``,
+    reaching norm one at ``(ν^{2−κ} − 1)/((κ−2)κηŪ)``, or at ``log(1/ν)/(κηŪ)`` with the per-neuron
+    adaptive rate ``η‖θ‖^{2−κ}`` (Appendix B.5) and for κ = 2."""
+    logarithmic = adaptive_rate or kappa == 2
+    if initial_norm is None:
+        unit = "t/log(1/α)" if logarithmic else ("t·α" if kappa == 3 else f"t·α^{kappa - 2}")
+        return 1.0, unit
+    nu = _check_positive_real(initial_norm, "initial_norm")
+    if nu >= 1:
+        raise ValueError(f"initial_norm must be below one (a dormant neuron), got {initial_norm!r}")
+    return (math.log(1.0 / nu) if logarithmic else nu ** (2 - kappa) - 1.0), "t"
+
+
+def fourier_staircase(x, G, *, k=2, initial_norm=None, eta=1.0, adaptive_rate=False):
+    """The AGF staircase of composition over ``G``: irrep classes one at a time (the group version of Eq. 9).
+
+    ``order[j-1]`` is the ``j``-th class of :func:`learning_order`; ``losses`` = :func:`levels`;
+    ``states[j]`` the template learned after ``j`` jumps (its components in the first ``j`` classes; the
+    network then computes ``(g_1⋯g_k)·states[j]``). ``times[j]`` is when a neuron of initial norm
+    ``ν = initial_norm``, aligned from the start with class ``c_j`` at utility ``Ū*_{c_j}``
+    (:func:`class_utilities`, unchanged by the classes learned before), reaches norm one:
+
+        τ^(j) = (ν^{2−κ} − 1) / ((κ−2) κ η Ū*)       or, with the adaptive rate η‖θ‖^{2−κ},   log(1/ν) / (κηŪ*),
+
+    κ = k + 1 (κ = 2 takes the logarithmic form). Without ``initial_norm`` the times are the limit ν → 0
+    in the rescaled units ``t·α^{κ−2}`` or ``t/log(1/α)``. For ``cyclic(p)`` and ``k = 2`` this is
+    :func:`agf_lib.modular.fourier_staircase` (class ``m`` = frequency ``m``).
+    """
+    G, k = _check_group(G), _check_k(k)
+    x = _check_template(x, G)
+    eta = _check_positive_real(eta, "eta")
+    if not isinstance(adaptive_rate, (bool, np.bool_)):
+        raise TypeError(f"adaptive_rate must be True or False, got {type(adaptive_rate).__name__}")
+    kappa = k + 1
+    order = learning_order(x, G, k=k)
+    scores = class_utilities(x, G, k=k)
+    logarithmic = adaptive_rate or kappa == 2
+    rates = np.array([(kappa if logarithmic else (kappa - 2) * kappa) * eta * scores[c] for c in order])
+    scale, unit = _escape_scale(kappa, initial_norm, adaptive_rate)
+    times = np.concatenate([[0.0], scale / rates])
+    states = [np.zeros_like(x)] + [class_component(x, G, order[: j + 1]) for j in range(len(order))]
+    return Staircase(times, levels(x, G, k=k), list(order), states=states, time_unit=unit)
+
+
+def output_power(network, theta, X):
+    """Power of the network's output per irrep class, ``E_n[class_power(f(x_n))]``: shape ``(num_classes,)``,
+    or ``(T, num_classes)`` for a stack of snapshots ``theta`` of shape ``(T, H, P)``.
+
+    For the target ``(g_1⋯g_k)·x`` this is :func:`class_power` of ``x``.
+    """
+    if not isinstance(network, CompositionNetwork):
+        raise TypeError(f"network must be a groups.CompositionNetwork, got {type(network).__name__}")
+    theta = _numeric_array(theta, "theta")
+    X = _numeric_array(X, "X")
+    if X.ndim != 2 or X.shape[1] != network.input_dim:
+        raise ValueError(f"X must have shape (n, {network.input_dim}), got {X.shape}")
+    stack = theta[None] if theta.ndim == 2 else theta
+    if stack.ndim != 3 or stack.shape[1:] != (network.num_neurons, network.num_params):
+        raise ValueError(f"theta must have shape ({network.num_neurons}, {network.num_params}) or "
+                         f"(T, {network.num_neurons}, {network.num_params}), got {theta.shape}")
+    power = np.array([class_power(network(snapshot, X), network.group).mean(0) for snapshot in stack])
+    return power[0] if theta.ndim == 2 else power

@@ -1,0 +1,558 @@
+"""Specifications of `agf_lib.groups`: composition over a finite group, irreps and the group Fourier transform.
+
+Every closed form of the module is checked against a computation that does not use it: irreps
+against the multiplication table, Fourier formulas against sums over group elements, the network's
+gradients against finite differences, Fourier-domain utilities against sample means over the full
+dataset, maximal utilities against numerical maximization on the sphere, and the cyclic case
+against `agf_lib.dft` and `agf_lib.modular` (the paper's Appendix F).
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+from scipy.optimize import minimize
+
+from agf_lib import dft, groups, modular
+
+GROUPS = {
+    "Z1": lambda: groups.cyclic(1),
+    "Z5": lambda: groups.cyclic(5),
+    "Z6": lambda: groups.cyclic(6),
+    "D3": lambda: groups.dihedral(3),
+    "D4": lambda: groups.dihedral(4),
+    "D5": lambda: groups.dihedral(5),
+    "A4": groups.alternating4,
+    "S4": groups.symmetric4,
+    "Q8": groups.quaternion,
+    "Z3xD3": lambda: groups.product(groups.cyclic(3), groups.dihedral(3)),
+    "Q8xQ8": lambda: groups.product(groups.quaternion(), groups.quaternion()),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(GROUPS))
+def group(request):
+    return GROUPS[request.param]()
+
+
+def random_template(G, seed):
+    """A centred template with generic Fourier coefficients (unequal singular values in every irrep)."""
+    x = np.random.default_rng(seed).normal(size=G.order)
+    return x - x.mean()
+
+
+# ----------------------------------------------------------------------------------------------
+# groups and irreps
+
+
+def test_table_satisfies_the_group_axioms(group):
+    T, e, inv = group.table, group.identity, group.inverse
+    g = np.arange(group.order)
+    assert np.array_equal(T[e], g) and np.array_equal(T[:, e], g)
+    assert np.all(T[g, inv] == e) and np.all(T[inv, g] == e)
+    assert np.array_equal(T[T[:, :, None], g[None, None, :]], T[g[:, None, None], T[None, :, :]])
+
+
+def test_irreps_are_unitary_homomorphisms(group):
+    for rho in group.irreps:
+        d = rho.shape[1]
+        np.testing.assert_allclose(rho.conj().transpose(0, 2, 1) @ rho, np.broadcast_to(np.eye(d), rho.shape), atol=1e-12)
+        np.testing.assert_allclose(np.einsum("aij,bjk->abik", rho, rho), rho[group.table], atol=1e-12)
+        np.testing.assert_allclose(rho[group.identity], np.eye(d), atol=1e-12)
+
+
+def test_schur_orthogonality_of_matrix_entries(group):
+    """Σ_g ρ(g)_ij conj(σ(g)_kl) = (|G|/d_ρ) δ_ρσ δ_ik δ_jl."""
+    for r, rho in enumerate(group.irreps):
+        for s, sigma in enumerate(group.irreps):
+            gram = np.einsum("gij,gkl->ijkl", rho, sigma.conj())
+            expected = np.zeros(gram.shape)
+            if r == s:
+                d = rho.shape[1]
+                expected = np.einsum("ik,jl->ijkl", np.eye(d), np.eye(d)) * group.order / d
+            np.testing.assert_allclose(gram, expected, atol=1e-12 * group.order)
+
+
+def test_squared_dimensions_sum_to_the_group_order(group):
+    assert sum(d * d for d in group.dims) == group.order
+
+
+def test_frobenius_schur_indicator_is_the_mean_character_of_squares(group):
+    for r, rho in enumerate(group.irreps):
+        squares = rho[np.diag(group.table)]
+        value = np.trace(squares, axis1=1, axis2=2).sum() / group.order
+        assert abs(value - group.frobenius_schur[r]) < 1e-12
+
+
+def test_real_type_irreps_are_real_orthogonal_matrices_and_complex_ones_come_in_conjugate_pairs(group):
+    for members, kind in zip(group.irrep_classes, group.class_types):
+        if kind == "real":
+            assert not np.iscomplexobj(group.irreps[members[0]])
+        if kind == "complex":
+            r, s = members
+            np.testing.assert_allclose(group.characters[s], group.characters[r].conj(), atol=1e-12)
+    assert sorted(r for c in group.irrep_classes for r in c) == list(range(len(group.irreps)))
+
+
+@pytest.mark.parametrize("name, indicators, classes", [
+    ("Z5", (1, 0, 0, 0, 0), ((0,), (1, 4), (2, 3))),
+    ("Z6", (1, 0, 0, 1, 0, 0), ((0,), (1, 5), (2, 4), (3,))),
+    ("D3", (1, 1, 1), ((0,), (1,), (2,))),
+    ("D4", (1, 1, 1, 1, 1), ((0,), (1,), (2,), (3,), (4,))),
+    ("D5", (1, 1, 1, 1), ((0,), (1,), (2,), (3,))),
+    ("A4", (1, 0, 0, 1), ((0,), (1, 2), (3,))),
+    ("S4", (1, 1, 1, 1, 1), ((0,), (1,), (2,), (3,), (4,))),
+    ("Q8", (1, 1, 1, 1, -1), ((0,), (1,), (2,), (3,), (4,))),
+])
+def test_known_frobenius_schur_indicators_and_irrep_classes(name, indicators, classes):
+    G = GROUPS[name]()
+    assert G.frobenius_schur == indicators and G.irrep_classes == classes
+
+
+def test_known_irrep_dimensions():
+    assert groups.dihedral(5).dims == (1, 1, 2, 2)
+    assert groups.alternating4().dims == (1, 1, 1, 3)
+    assert groups.symmetric4().dims == (1, 1, 2, 3, 3)
+    assert groups.quaternion().class_types == ("real",) * 4 + ("quaternionic",)
+
+
+def test_dihedral_elements_multiply_as_rotations_and_reflections():
+    n = 5
+    G = groups.dihedral(n)
+    for a in range(n):
+        for b in range(2):
+            for c in range(n):
+                for d in range(2):
+                    assert G.table[a + n * b, c + n * d] == (a + (-1) ** b * c) % n + n * ((b + d) % 2)
+    assert not G.is_abelian and groups.cyclic(4).is_abelian
+
+
+def test_product_group_projects_onto_its_factors():
+    G, H = groups.dihedral(3), groups.alternating4()
+    GH = groups.product(G, H)
+    g, h = np.divmod(np.arange(GH.order), H.order)
+    assert np.array_equal(GH.table // H.order, G.table[g[:, None], g[None, :]])
+    assert np.array_equal(GH.table % H.order, H.table[h[:, None], h[None, :]])
+    assert GH.frobenius_schur == tuple(a * b for a in G.frobenius_schur for b in H.frobenius_schur)
+
+
+def test_two_quaternionic_irreps_make_a_real_one_given_by_real_matrices():
+    QQ = groups.product(groups.quaternion(), groups.quaternion())
+    r = len(QQ.irreps) - 1
+    assert QQ.dims[r] == 4 and QQ.frobenius_schur[r] == 1 and not np.iscomplexobj(QQ.irreps[r])
+
+
+# ----------------------------------------------------------------------------------------------
+# the group Fourier transform
+
+
+def test_fourier_inverse_and_plancherel(group):
+    rng = np.random.default_rng(0)
+    u = rng.normal(size=(3, group.order))
+    v = rng.normal(size=group.order) + 1j * rng.normal(size=group.order)
+    np.testing.assert_allclose(groups.inverse_fourier(groups.fourier(u, group), group), u, atol=1e-12)
+    np.testing.assert_allclose(groups.inverse_fourier(groups.fourier(v, group), group, real=False), v, atol=1e-12)
+    u_hat, v_hat = groups.fourier(u[0], group), groups.fourier(v, group)
+    plancherel = sum(d * np.trace(a @ b.conj().T) for d, a, b in zip(group.dims, u_hat, v_hat)) / group.order
+    assert abs(plancherel - u[0] @ v.conj()) < 1e-12 * group.order
+    np.testing.assert_allclose(groups.class_power(u, group).sum(-1), (u**2).sum(-1), rtol=1e-12)
+
+
+def test_translation_multiplies_coefficients_by_the_adjoint_irrep(group):
+    x = random_template(group, 1)
+    shifted = groups.translates(x, group)
+    for g in (0, group.order - 1, group.order // 2):
+        np.testing.assert_allclose(shifted[g], x[group.table[group.inverse[g]]], atol=0)
+        for block, x_hat, rho in zip(groups.fourier(shifted[g], group), groups.fourier(x, group), group.irreps):
+            np.testing.assert_allclose(block, x_hat @ rho[g].conj().T, atol=1e-12)
+
+
+def test_convolution_theorem(group):
+    """(φ * ψ)(h) = Σ_g φ(g) ψ(g⁻¹h) has coefficients ψ̂[ρ] φ̂[ρ]."""
+    rng = np.random.default_rng(2)
+    phi, psi = rng.normal(size=(2, group.order))
+    conv = np.array([sum(phi[g] * psi[group.table[group.inverse[g], h]] for g in range(group.order))
+                     for h in range(group.order)])
+    for c_hat, phi_hat, psi_hat in zip(*(groups.fourier(f, group) for f in (conv, phi, psi))):
+        np.testing.assert_allclose(c_hat, psi_hat @ phi_hat, atol=1e-12 * group.order)
+
+
+def test_class_components_are_orthogonal_and_sum_to_the_function(group):
+    u = np.random.default_rng(3).normal(size=group.order)
+    parts = np.array([groups.class_component(u, group, [c]) for c in range(group.num_classes)])
+    np.testing.assert_allclose(parts.sum(0), u, atol=1e-12)
+    np.testing.assert_allclose(parts @ parts.T, np.diag(groups.class_power(u, group)), atol=1e-12)
+
+
+@pytest.mark.parametrize("p", [5, 7, 8])
+def test_cyclic_fourier_transform_is_the_dft(p):
+    G = groups.cyclic(p)
+    u = np.random.default_rng(p).normal(size=(2, p))
+    coefficients = np.stack([block[..., 0, 0] for block in groups.fourier(u, G)], axis=-1)
+    np.testing.assert_allclose(coefficients, dft.dft(u), atol=1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# the composition dataset and the network
+
+
+@pytest.mark.parametrize("p", [3, 5, 7])
+def test_cyclic_dataset_is_modular_addition(p):
+    x = random_template(groups.cyclic(p), p)
+    X, Y = groups.dataset(x, groups.cyclic(p))
+    X_mod, Y_mod = modular.dataset(x)
+    assert np.array_equal(X, X_mod) and np.array_equal(Y, Y_mod)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_dataset_rows_hold_translates_and_the_translate_by_the_product(k):
+    G = groups.dihedral(3)
+    x = random_template(G, 4)
+    X, Y = groups.dataset(x, G, k=k)
+    N = G.order
+    assert X.shape == (N**k, k * N) and Y.shape == (N**k, N)
+    shifted = groups.translates(x, G)
+    for row in (0, 1, N**k // 2 + 2, N**k - 1):
+        elements = np.unravel_index(row, (N,) * k)
+        product = elements[0]
+        for g in elements[1:]:
+            product = G.table[product, g]
+        np.testing.assert_array_equal(X[row], np.concatenate([shifted[g] for g in elements]))
+        np.testing.assert_array_equal(Y[row], shifted[product])
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_network_utility_gradient_matches_central_finite_differences(k):
+    G = groups.alternating4()
+    x = random_template(G, 5)
+    X, Y = groups.dataset(x, G, k=k)
+    net = groups.CompositionNetwork(G, 3, k=k)
+    rng = np.random.default_rng(6)
+    theta = rng.normal(size=(3, net.num_params)) / math.sqrt(net.num_params)
+    residual = Y - 0.3 * rng.normal(size=Y.shape)
+    U, grad = net.utility_gradient(theta, X, residual)
+    np.testing.assert_allclose(U, np.einsum("hnc,nc->h", net.neuron_outputs(theta, X), residual) / X.shape[0], rtol=1e-12)
+    h = 1e-5
+    numeric = np.empty_like(theta)
+    for j in range(net.num_params):
+        step = np.zeros(net.num_params)
+        step[j] = h
+        numeric[:, j] = (net.utility_gradient(theta + step, X, residual)[0]
+                         - net.utility_gradient(theta - step, X, residual)[0]) / (2 * h)
+    np.testing.assert_allclose(grad, numeric, atol=1e-8 * np.abs(grad).max())
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_network_is_homogeneous_of_degree_k_plus_one_and_sums_its_neurons(k):
+    G = groups.quaternion()
+    X, _ = groups.dataset(random_template(G, 7), G, k=k)
+    net = groups.CompositionNetwork(G, 4, k=k)
+    assert net.kappa == k + 1 and (net.input_dim, net.output_dim, net.num_params) == (k * 8, 8, (k + 1) * 8)
+    theta = np.random.default_rng(8).normal(size=(4, net.num_params))
+    outputs = net.neuron_outputs(theta, X)
+    scale = np.abs(outputs).max()
+    np.testing.assert_allclose(net.neuron_outputs(1.7 * theta, X), 1.7 ** (k + 1) * outputs, rtol=1e-12, atol=1e-14 * scale)
+    np.testing.assert_allclose(net(theta, X), outputs.sum(0), atol=1e-14 * scale)
+    weights = np.array([0.5, 2.0, 0.0, 1.0])
+    np.testing.assert_allclose(net.weighted_output(theta, X, weights), np.tensordot(weights, outputs, 1),
+                               atol=1e-14 * scale)
+
+
+def test_cyclic_network_with_two_summands_is_the_quadratic_modular_network():
+    p, H = 7, 5
+    x = random_template(groups.cyclic(p), 9)
+    X, Y = groups.dataset(x, groups.cyclic(p))
+    net, net_mod = groups.CompositionNetwork(groups.cyclic(p), H), modular.QuadraticModularNetwork(p, H)
+    theta = groups.initial_theta(groups.cyclic(p), H, alpha=0.3, seed=4)
+    np.testing.assert_array_equal(theta, modular.initial_theta(p, H, 0.3, 4))
+    residual = Y - net(theta, X)
+    np.testing.assert_allclose(net.neuron_outputs(theta, X), np.asarray(net_mod.neuron_outputs(theta, X)), atol=1e-12)
+    for ours, theirs in zip(net.utility_gradient(theta, X, residual), net_mod.utility_gradient(theta, X, residual)):
+        np.testing.assert_allclose(ours, np.asarray(theirs), atol=1e-12)
+
+
+def test_initial_theta_has_expected_squared_norm_alpha_squared():
+    G = groups.dihedral(4)
+    theta = groups.initial_theta(G, 4000, alpha=0.01, seed=1, k=3)
+    assert theta.shape == (4000, 4 * 8)
+    assert abs((theta**2).sum(1).mean() / 0.01**2 - 1) < 0.02
+    np.testing.assert_array_equal(groups.CompositionNetwork(G, 4000, k=3).initial_theta(0.01, seed=1), theta)
+
+
+# ----------------------------------------------------------------------------------------------
+# utility and its maximum
+
+
+@pytest.mark.parametrize("name, k", [("D3", 2), ("A4", 2), ("Q8", 3), ("Z3xD3", 2), ("D4", 3)])
+def test_fourier_domain_utility_is_the_sample_mean_over_all_tuples(name, k):
+    G = GROUPS[name]()
+    x = random_template(G, 10)
+    X, _ = groups.dataset(x, G, k=k)
+    net = groups.CompositionNetwork(G, 3, k=k)
+    theta = np.random.default_rng(11).normal(size=(3, net.num_params))
+    scale = np.abs(groups.utility(theta, x, G, k=k)).max()
+    for learned in ([], [G.num_classes - 1], [1, G.num_classes - 1]):
+        r = x - groups.class_component(x, G, learned) if learned else x
+        sample = net.utility_gradient(theta, X, groups.translates(r, G)[_products(G, k)])[0]
+        np.testing.assert_allclose(groups.utility(theta, x, G, k=k, learned=learned), sample, atol=1e-12 * scale)
+
+
+def _products(G, k):
+    tuples = np.indices((G.order,) * k).reshape(k, -1)
+    out = tuples[0]
+    for g in tuples[1:]:
+        out = G.table[out, g]
+    return out
+
+
+def numerical_max_utility(x, G, k, starts=6, seed=0):
+    """max U(θ) over ‖θ‖ = 1 by L-BFGS on U(φ)/‖φ‖^κ from random starts (one neuron per start, jointly),
+    with utilities and analytic gradients from the network on the full dataset. Values, best first."""
+    X, Y = groups.dataset(x, G, k=k)
+    net = groups.CompositionNetwork(G, starts, k=k)
+    kappa, P = k + 1, net.num_params
+
+    def negative_normalized_utility(flat):
+        phi = flat.reshape(starts, P)
+        sq = (phi**2).sum(1)
+        U, grad = net.utility_gradient(phi, X, Y)
+        value = U / sq ** (kappa / 2)
+        grad = grad / sq[:, None] ** (kappa / 2) - kappa * (value / sq)[:, None] * phi
+        return -value.sum(), -grad.ravel()
+
+    phi0 = np.random.default_rng(seed).normal(size=starts * P)
+    result = minimize(negative_normalized_utility, phi0, jac=True, method="L-BFGS-B",
+                      options=dict(maxiter=3000, gtol=1e-10, ftol=1e-15, maxcor=30))
+    phi = result.x.reshape(starts, P)
+    values = net.utility_gradient(phi, X, Y)[0] / (phi**2).sum(1) ** (kappa / 2)
+    return np.sort(values)[::-1]
+
+
+# every class type: real 1-dim (Z6's χ3, D4's B1/B2, Q8's χi), real 2-dim (D4's E1), complex pairs
+# (Z5, A4's ω/ω̄), real 3-dim (A4's standard), quaternionic 2-dim (Q8)
+CLASS_CASES = [(name, k, c) for name in ("Z5", "Z6", "D4", "Q8", "A4") for k in (2, 3)
+               for c in range(1, GROUPS[name]().num_classes)]
+
+
+@pytest.mark.parametrize("name, k, c", CLASS_CASES)
+def test_class_utility_is_the_numerical_maximum_on_the_sphere(name, k, c):
+    """Ū*_c = k!(k+1)^{−(k+1)/2}|G|^{−(k+1)/2}(C_c d_c)^{−(k−1)/2}‖x̂[ρ]‖_op^{k+1}, for a template with
+    generic (unequal) singular values in class c only."""
+    G = GROUPS[name]()
+    x = groups.class_component(random_template(G, 20 + c), G, [c])
+    best = numerical_max_utility(x, G, k)[0]
+    predicted = groups.class_utilities(x, G, k=k)
+    assert np.all(np.delete(predicted, c) < 1e-20 * predicted[c])
+    assert abs(best / predicted[c] - 1) < 1e-8
+    theta = groups.utility_maximizer(x, G, k=k, irrep_class=c)
+    assert abs(np.linalg.norm(theta) - 1) < 1e-12
+    assert abs(groups.utility(theta, x, G, k=k) / predicted[c] - 1) < 1e-12
+
+
+@pytest.mark.parametrize("name, k", [("D3", 2), ("D5", 3), ("A4", 2), ("Q8", 2), ("S4", 2)])
+def test_max_utility_of_a_generic_template_is_the_largest_class_utility(name, k):
+    G = GROUPS[name]()
+    x = random_template(G, 30)
+    values = numerical_max_utility(x, G, k)
+    assert abs(values[0] / groups.max_utility(x, G, k=k) - 1) < 1e-8
+    assert np.all(values <= groups.max_utility(x, G, k=k) * (1 + 1e-10))
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_quaternionic_irreps_count_twice_like_complex_pairs(k):
+    """The follow-up states C_ρ = 1 (real) and 2 (complex); a quaternionic irrep behaves like C = 2:
+    C = 1 would overstate its maximal utility by 2^{(k−1)/2}."""
+    G = groups.quaternion()
+    x = groups.class_component(random_template(G, 40), G, [4])
+    sigma = np.linalg.norm(groups.fourier(x, G)[4], 2)
+    with_c = lambda C: (math.factorial(k) * (k + 1) ** (-(k + 1) / 2) * 8 ** (-(k + 1) / 2)  # noqa: E731
+                        * (C * 2) ** (-(k - 1) / 2) * sigma ** (k + 1))
+    best = numerical_max_utility(x, G, k)[0]
+    assert abs(best / with_c(2) - 1) < 1e-8
+    assert abs(with_c(1) / best - 2 ** ((k - 1) / 2)) < 1e-7
+
+
+def test_the_operator_norm_not_the_frobenius_norm_decides():
+    """Two D3 templates with equal power in E: one with equal singular values, one with unequal ones.
+    The unequal one has the larger operator norm and the larger maximal utility."""
+    G = groups.dihedral(3)
+    base = groups.class_component(random_template(G, 50), G, [2])
+    x_hat = groups.fourier(base, G)
+    U, S, Vh = np.linalg.svd(x_hat[2])
+    flat = [np.zeros_like(b) for b in x_hat]
+    flat[2] = U @ np.diag([np.sqrt((S**2).mean())] * 2) @ Vh
+    x_flat = groups.inverse_fourier(flat, G)
+    np.testing.assert_allclose(groups.class_power(x_flat, G), groups.class_power(base, G), atol=1e-12)
+    assert groups.max_utility(base, G) > groups.max_utility(x_flat, G)
+
+
+# ----------------------------------------------------------------------------------------------
+# the cyclic case is the paper's Appendix F
+
+
+@pytest.mark.parametrize("p", [5, 7, 11])
+def test_cyclic_theory_is_theorem_f3_and_eq_9(p):
+    G = groups.cyclic(p)
+    x = random_template(G, p)
+    assert abs(groups.max_utility(x, G) - modular.max_utility(x)) < 1e-12 * modular.max_utility(x)
+    assert abs(groups.max_utility(x, G, learned=[1, 2]) - modular.max_utility(x, [1, 2])) < 1e-12
+    np.testing.assert_allclose(groups.levels(x, G), modular.levels(x), atol=1e-12)
+    assert groups.learning_order(x, G) == list(dft.dominant_frequencies(x))
+    for options in ({}, {"adaptive_rate": True}, {"initial_norm": 1e-3, "eta": 2.0},
+                    {"initial_norm": 1e-3, "adaptive_rate": True}):
+        ours, theirs = groups.fourier_staircase(x, G, **options), modular.fourier_staircase(x, **options)
+        assert ours.order == list(theirs.order) and ours.time_unit == theirs.time_unit
+        np.testing.assert_allclose(ours.times, theirs.times, rtol=1e-12)
+        np.testing.assert_allclose(ours.losses, theirs.losses, atol=1e-12)
+        np.testing.assert_allclose(np.array(ours.states), np.array(theirs.states), atol=1e-12)
+    theta = np.random.default_rng(0).normal(size=(4, 3 * p))
+    np.testing.assert_allclose(groups.utility(theta, x, G), modular.utility(theta, x), rtol=1e-12)
+    np.testing.assert_allclose(groups.utility(theta, x, G, learned=[2]), modular.utility(theta, x, [2]), rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# levels and the staircase
+
+
+@pytest.mark.parametrize("name, k", [("D3", 2), ("A4", 3), ("S4", 2), ("Z3xD3", 2)])
+def test_levels_are_the_losses_of_the_learned_templates(name, k):
+    G = GROUPS[name]()
+    x = random_template(G, 60)
+    staircase = groups.fourier_staircase(x, G, k=k)
+    levels = groups.levels(x, G, k=k)
+    assert abs(levels[0] - 0.5 * x @ x) < 1e-14 and abs(levels[-1]) < 1e-12
+    np.testing.assert_array_equal(staircase.losses, levels)
+    X, Y = groups.dataset(x, G, k=k)
+    products = _products(G, k)
+    for j, state in enumerate(staircase.states):
+        predicted = groups.translates(state, G)[products]
+        assert abs(0.5 * ((Y - predicted) ** 2).sum(1).mean() - levels[j]) < 1e-12
+    scores = groups.class_utilities(x, G, k=k)
+    assert list(staircase.order) == sorted(staircase.order, key=lambda c: -scores[c])
+    np.testing.assert_allclose(-np.diff(levels), 0.5 * groups.class_power(x, G)[staircase.order], atol=1e-14)
+
+
+@pytest.mark.parametrize("k, adaptive_rate", [(1, False), (2, False), (3, False), (3, True)])
+def test_jump_times_are_when_an_aligned_neuron_reaches_norm_one(k, adaptive_rate):
+    """d‖θ‖/dt = κηŪ*‖θ‖^{κ−1} (times ‖θ‖^{2−κ} with the adaptive rate), from ‖θ‖ = ν to 1."""
+    G = groups.dihedral(5)
+    x = random_template(G, 70)
+    nu, eta, kappa = 0.05, 1.5, k + 1
+    staircase = groups.fourier_staircase(x, G, k=k, initial_norm=nu, eta=eta, adaptive_rate=adaptive_rate)
+    assert staircase.time_unit == "t"
+    for j, c in enumerate(staircase.order, 1):
+        rate = kappa * eta * groups.class_utilities(x, G, k=k)[c]
+        growth = (lambda t, s: rate * s) if adaptive_rate else (lambda t, s: rate * s ** (kappa - 1))
+        reach_one = lambda t, s: s[0] - 1.0  # noqa: E731
+        reach_one.terminal = True
+        solution = solve_ivp(growth, (0, 10 * staircase.times[j]), [nu], events=reach_one, rtol=1e-11, atol=1e-14)
+        assert abs(solution.t_events[0][0] / staircase.times[j] - 1) < 1e-7
+
+
+def test_rescaled_units_of_the_small_initialization_limit():
+    G = groups.dihedral(3)
+    x = random_template(G, 80)
+    assert groups.fourier_staircase(x, G, k=2).time_unit == "t·α"
+    assert groups.fourier_staircase(x, G, k=3).time_unit == "t·α^2"
+    assert groups.fourier_staircase(x, G, k=3, adaptive_rate=True).time_unit == "t/log(1/α)"
+    assert groups.fourier_staircase(x, G, k=1).time_unit == "t/log(1/α)"
+
+
+def test_output_power_of_the_target_is_the_class_power_of_the_template():
+    G = groups.alternating4()
+    x = random_template(G, 90)
+    X, Y = groups.dataset(x, G)
+    net = groups.CompositionNetwork(G, 2)
+    theta = np.random.default_rng(0).normal(size=(2, net.num_params))
+    power = groups.class_power(x, G)
+    np.testing.assert_allclose(groups.class_power(Y, G).mean(0), power, atol=1e-12 * power.max())
+    stacked = groups.output_power(net, np.stack([theta, 2 * theta]), X)
+    np.testing.assert_allclose(stacked[1], 2**6 * stacked[0], atol=1e-12 * stacked[1].max())
+    np.testing.assert_allclose(stacked[0], groups.class_power(net(theta, X), G).mean(0), atol=1e-12 * stacked[0].max())
+
+
+# ----------------------------------------------------------------------------------------------
+# input validation
+
+
+def test_constructors_reject_bad_sizes_and_types():
+    with pytest.raises(TypeError, match="n must be an integer"):
+        groups.cyclic(2.0)
+    with pytest.raises(ValueError, match="n must be an integer >= 1"):
+        groups.dihedral(0)
+    with pytest.raises(TypeError, match="G must be a groups.FiniteGroup"):
+        groups.product("Z3", groups.cyclic(2))
+    with pytest.raises(TypeError, match="H must be a groups.FiniteGroup"):
+        groups.product(groups.cyclic(2), 3)
+
+
+def test_finite_group_rejects_tables_and_irreps_that_are_not_a_group():
+    Z3 = groups.cyclic(3)
+    with pytest.raises(TypeError, match="table must hold integers"):
+        groups.FiniteGroup(Z3.table.astype(float), Z3.irreps)
+    with pytest.raises(ValueError, match="table must be a Latin square"):
+        groups.FiniteGroup(np.array([[0, 1, 2], [1, 1, 0], [2, 0, 1]]), Z3.irreps)
+    with pytest.raises(ValueError, match="table must have a two-sided identity"):
+        groups.FiniteGroup(np.array([[0, 0], [1, 1]]), Z3.irreps[:2])
+    with pytest.raises(ValueError, match=r"irreps\[1\] is not a homomorphism"):
+        groups.FiniteGroup(Z3.table, (Z3.irreps[0], Z3.irreps[1].conj()[[0, 2, 1]] * 1j, Z3.irreps[2]))
+    with pytest.raises(ValueError, match="irreps must be complete"):
+        groups.FiniteGroup(Z3.table, Z3.irreps[:2])
+    with pytest.raises(ValueError, match="irreps must be irreducible and pairwise inequivalent"):
+        groups.FiniteGroup(Z3.table, (Z3.irreps[0], Z3.irreps[1], Z3.irreps[1]))
+    with pytest.raises(ValueError, match=r"irreps\[2\] must have shape \(N, d, d\)"):
+        groups.FiniteGroup(Z3.table, (Z3.irreps[0], Z3.irreps[1], np.ones((2, 1, 1))))
+
+
+def test_theory_rejects_bad_templates_and_options():
+    G = groups.dihedral(3)
+    x = random_template(G, 0)
+    with pytest.raises(TypeError, match="x must be an array of real numbers"):
+        groups.max_utility("abc", G)
+    with pytest.raises(ValueError, match="x must be a 1-D template of length"):
+        groups.levels(np.zeros(5), G)
+    with pytest.raises(ValueError, match="x must be centred"):
+        groups.max_utility(x + 1.0, G)
+    with pytest.raises(ValueError, match="x must be nonzero"):
+        groups.learning_order(np.zeros(6), G)
+    with pytest.raises(TypeError, match="k must be an integer"):
+        groups.max_utility(x, G, k=2.5)
+    with pytest.raises(ValueError, match="k must be an integer >= 1"):
+        groups.dataset(x, G, k=0)
+    with pytest.raises(ValueError, match=r"learned must hold irrep-class indices in \[0, 3\)"):
+        groups.max_utility(x, G, learned=[3])
+    with pytest.raises(TypeError, match="learned must be a list or tuple"):
+        groups.max_utility(x, G, learned=1)
+    with pytest.raises(TypeError, match="G must be a groups.FiniteGroup"):
+        groups.fourier(x, "D3")
+    with pytest.raises(ValueError, match="u must have last axis of length"):
+        groups.fourier(np.ones(4), G)
+    with pytest.raises(TypeError, match="u_hat must be a list of 3 arrays"):
+        groups.inverse_fourier(np.ones(6), G)
+    with pytest.raises(ValueError, match="initial_norm must be below one"):
+        groups.fourier_staircase(x, G, initial_norm=2.0)
+    with pytest.raises(TypeError, match="eta must be a real number"):
+        groups.fourier_staircase(x, G, eta="fast")
+    with pytest.raises(ValueError, match="dataset|too many"):
+        groups.dataset(random_template(groups.symmetric4(), 0), groups.symmetric4(), k=5)
+    with pytest.raises(ValueError, match="theta must have shape"):
+        groups.utility(np.ones(5), x, G)
+    with pytest.raises(ValueError, match="irrep_class must hold irrep-class indices"):
+        groups.utility_maximizer(x, G, irrep_class=7)
+
+
+def test_network_and_initialization_reject_bad_arguments():
+    G = groups.cyclic(5)
+    with pytest.raises(TypeError, match="G must be a groups.FiniteGroup"):
+        groups.CompositionNetwork(5, 3)
+    with pytest.raises(ValueError, match="H must be an integer >= 1"):
+        groups.CompositionNetwork(G, 0)
+    with pytest.raises(TypeError, match="alpha must be a real number"):
+        groups.initial_theta(G, 3, alpha="small")
+    with pytest.raises(ValueError, match="alpha must be a finite positive number"):
+        groups.initial_theta(G, 3, alpha=-1.0)
+    with pytest.raises(TypeError):
+        groups.initial_theta(G, 3, 0.1)   # alpha is keyword-only
+    with pytest.raises(TypeError, match="network must be a groups.CompositionNetwork"):
+        groups.output_power(modular.QuadraticModularNetwork(5, 3), np.zeros((3, 15)), np.zeros((25, 10)))
