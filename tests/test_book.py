@@ -201,7 +201,9 @@ def describe_execution_failure(notebook, report):
         index = next((i for i, cell in enumerate(cells) if "".join(cell["source"]).strip() == source), None)
         first_line = source.splitlines()[0] if source else ""
         where = f"cell {index} ({first_line!r})" if index is not None else f"the cell starting {first_line!r}"
-    tail = report[-4000:]
+    # myst-nb's report starts with the executor's own frames; the cell's error comes after them.
+    start = report.find("An error occurred while executing the following cell")
+    tail = report[max(start, 0):][-4000:]
     return f"{notebook.name}: {where} raised during the book build:\n{tail}"
 
 
