@@ -526,7 +526,7 @@ def student_build(tmp_path_factory):
 
 @pytest.mark.book
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=[path.stem for path in CHAPTERS])
-def test_student_edition_has_every_exercise_and_no_solution(student_build, notebook):
+def test_student_edition_has_every_exercise_and_no_solution(student_build, book_build, notebook):
     returncode, log, html = student_build
     assert returncode == 0, f"the student edition failed to build:\n{log[-3000:]}"
     page = (html / "chapters" / f"{notebook.stem}.html").read_text()
@@ -535,6 +535,12 @@ def test_student_edition_has_every_exercise_and_no_solution(student_build, noteb
     assert shown == exercises, f"{notebook.name}: {exercises} exercises in the chapter, {shown} in the student edition"
     assert 'class="solution' not in page, f"{notebook.name}: a solution block is in the student edition"
     text = " ".join(visible_text(article_html(page)).split())
+    book_page = book_build[2] / "chapters" / f"{notebook.stem}.html"
+    if fingerprints and book_page.is_file():
+        book_text = " ".join(visible_text(article_html(book_page.read_text())).split())
+        assert any(" ".join(line.split()) in book_text for line in fingerprints), (
+            f"{notebook.name}: none of its solution lines is found in the book itself: this test would see no leak"
+        )
     leaked = [line for line in fingerprints if " ".join(line.split()) in text]
     assert not leaked, f"{notebook.name}: solution text in the student edition:\n" + "\n".join(leaked[:10])
     assert "student edition" in page
