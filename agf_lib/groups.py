@@ -822,7 +822,12 @@ def _escape_scale(kappa, initial_norm, adaptive_rate):
     nu = _check_positive_real(initial_norm, "initial_norm")
     if nu >= 1:
         raise ValueError(f"initial_norm must be below one (a dormant neuron), got {initial_norm!r}")
-    return (math.log(1.0 / nu) if logarithmic else nu ** (2 - kappa) - 1.0), "t"
+    if logarithmic:
+        return math.log(1.0 / nu), "t"
+    if (kappa - 2) * math.log(1.0 / nu) > 700:
+        raise ValueError(f"initial_norm = {nu!r} gives jump times beyond float range for κ = {kappa}; "
+                         "leave initial_norm out for the rescaled limit")
+    return nu ** (2 - kappa) - 1.0, "t"
 
 
 def fourier_staircase(x, G, *, k=2, initial_norm=None, eta=1.0, adaptive_rate=False):
