@@ -5,6 +5,7 @@ two engines, and one module per setting (``agf_lib.diagonal``, ...).
 """
 
 from . import attention, dft, diagonal, linear, modular, plotting
+from . import groups
 from .agf import CostStepError, alternating_gradient_flow
 from .flow import gradient_descent, gradient_flow
 from .network import FeedForwardNetwork, TwoLayerNetwork, loss, utility
@@ -26,6 +27,7 @@ __all__ = [
     "dft",
     "diagonal",
     "modular",
+    "groups",
     "linear",
     "plotting",
 ]
