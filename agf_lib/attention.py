@@ -71,6 +71,7 @@ class LinearAttentionNetwork(TwoLayerNetwork):
     """
 
     kappa = 3
+    neurons_share_inputs = True
 
     def __init__(self, d, H):
         self.d = _check_positive_int(d, "d")

@@ -151,8 +151,9 @@ class PolarField:
         self.evaluations = 0
 
     def full(self, dirs, logn, index):
-        """Directions of all neurons and the weights ``e^{κℓ_i}`` (zero outside ``index``; ``None``: all)."""
-        if index is None:
+        """Directions of all neurons and the weights ``e^{κℓ_i}`` (zero outside ``index``; ``None``: all, or
+        only the neurons in ``index`` when the network's neurons share their inputs)."""
+        if index is None or self.network.neurons_share_inputs:
             return dirs, np.exp(self.kappa * logn)
         all_dirs = self.dirs.copy()
         all_dirs[index] = dirs
@@ -168,7 +169,7 @@ class PolarField:
     def utility_gradient(self, dirs, logn, residual, index):
         """``∇U_i(θ̄_i; r)`` of the neurons in ``index`` at their unit directions, shape (len(index), P)."""
         self.evaluations += 1
-        if index is None:
+        if index is None or self.network.neurons_share_inputs:
             return self.network.chart_utility_gradient(dirs, self.X, residual)[1]
         all_dirs = self.dirs.copy()
         all_dirs[index] = dirs

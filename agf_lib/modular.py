@@ -77,6 +77,7 @@ class QuadraticModularNetwork(TwoLayerNetwork):
     """
 
     kappa = 3
+    neurons_share_inputs = True
 
     def __init__(self, p, H):
         p = _check_positive_int(p, "p")

@@ -142,6 +142,11 @@ class TwoLayerNetwork:
     # linear in θ_i, and AGF solves the utility flow in closed form (a matrix exponential).
     quadratic_utility = False
 
+    # Set by networks whose neurons all compute the same function of their own parameters and the input
+    # (no neuron-specific input g_i(x), unlike the diagonal network): any subset of rows is then a
+    # network of its own, and the engines evaluate only the neurons they need.
+    neurons_share_inputs = False
+
     def to_chart(self, theta):
         return theta
 
@@ -225,6 +230,7 @@ class FeedForwardNetwork(TwoLayerNetwork):
         self.activation = activation
         self.sigma, self.sigma_prime, self.kappa = ACTIVATIONS[activation]
         self.quadratic_utility = activation == "linear"
+        self.neurons_share_inputs = True
 
     def neuron_outputs(self, theta, X):
         w, a = theta[:, : self.input_dim], theta[:, self.input_dim :]
