@@ -224,6 +224,18 @@ class PolarField:
         residual = self.y - self.outputs(dirs, logn, index)
         return 0.5 * float(np.einsum("nc,nc->", residual, residual)) / self.X.shape[0]
 
+    def losses(self, states):
+        """The loss at each column of ``states`` (polar states of all neurons, shape (S, T))."""
+        H, n = self.network.num_neurons, self.X.shape[0]
+        dirs = states[:-H].T.reshape(states.shape[1], H, -1)
+        dirs = dirs / np.sqrt(np.einsum("thp,thp->th", dirs, dirs))[..., None]
+        weights = np.exp(self.kappa * states[-H:].T)
+        losses = np.empty(states.shape[1])
+        for k in range(losses.size):
+            residual = self.y - self.network.weighted_output(dirs[k], self.X, weights[k])
+            losses[k] = 0.5 * np.einsum("nc,nc->", residual, residual) / n
+        return losses
+
 
 def pack(dirs, logn):
     return np.concatenate([dirs.ravel(), logn])
@@ -289,15 +301,12 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
 
         times = sample_times(t_end, sol.t, num_samples, times)
         states = sol.sol(times)
-        losses = np.empty(times.size)
-        log_norms = np.empty((times.size, H)) if record_params else None
+        losses = field.losses(states)
+        log_norms = states[-H:].T.copy() if record_params else None
         params = np.empty((times.size, H, network.num_params)) if record_params else None
-        for k in range(times.size):
-            d_k, l_k = field.split(states[:, k], H)
-            losses[k] = field.loss(d_k, l_k)
-            if record_params:
-                log_norms[k] = l_k
-                params[k] = field.params(d_k, l_k)
+        if record_params:
+            for k in range(times.size):
+                params[k] = field.params(*field.split(states[:, k], H))
     return Trajectory(times, losses, params=params, log_norms=log_norms, evaluations=evaluations)
 
 
