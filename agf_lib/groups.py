@@ -70,7 +70,8 @@ __all__ = [
     "FiniteGroup", "cyclic", "dihedral", "alternating4", "symmetric4", "quaternion", "product",
     "fourier", "inverse_fourier", "class_power", "class_component", "translates", "dataset",
     "CompositionNetwork", "initial_theta", "utility", "class_utilities", "max_utility",
-    "utility_maximizer", "learning_order", "levels", "fourier_staircase", "output_power",
+    "utility_maximizer", "learning_order", "Piece", "pieces", "piece_outputs", "piece_fractions",
+    "learning_steps", "levels", "fourier_staircase", "output_power",
 ]
 
 _TOL = 1e-9              # tolerance for user-supplied tables and irreps (the library's own hold to ~1e-15)
@@ -771,15 +772,159 @@ def learning_order(x, G, *, k=2, tol=1e-12):
     return sorted(present, key=lambda c: -scores[c])
 
 
-def levels(x, G, *, k=2):
-    """Loss levels ``ℓ^(j) = ½‖x‖² − ½ Σ_{l≤j} P_{c_l}`` after learning ``j`` irrep classes, where
-    ``c_1, c_2, …`` is :func:`learning_order` and ``P_c`` = :func:`class_power` of ``x``: the group
-    version of the paper's Eq. 9, assuming each step fits its whole class. ``ℓ^(0) = ½‖x‖²``, the last is 0
-    (up to rounding); :func:`agf_lib.modular.levels` for ``cyclic(p)``.
+@dataclass(frozen=True)
+class Piece:
+    """One piece of the target in an irrep class (see :func:`pieces`).
+
+    ``irrep_class``: the class index; ``chain``: ``(a, i_1, …, i_{k−1})``, indices of groups of equal
+    singular values of ``x̂[ρ]`` (largest first); ``sigma``: the singular value of each group;
+    ``multiplicity``: the size of each group; ``utility``: the maximal utility of one unit-norm neuron
+    on the piece; ``power``: the piece's share of the target's power (``E_n ‖piece‖²``).
     """
-    order = learning_order(x, G, k=k)
+
+    irrep_class: int
+    chain: tuple
+    sigma: tuple
+    multiplicity: tuple
+    utility: float
+    power: float
+
+
+def _singular_groups(block, rtol):
+    """``(S, groups)``: singular values of ``block`` and index ranges of equal ones (within ``rtol``)."""
+    U, S, Vh = np.linalg.svd(block)
+    groups_, start = [], 0
+    for j in range(1, S.size + 1):
+        if j == S.size or S[j] < S[start] * (1 - rtol):
+            groups_.append((start, j))
+            start = j
+    return U, S, Vh, groups_
+
+
+def pieces(x, G, *, k=2, rtol=1e-9, tol=1e-12):
+    """The target ``(g_1⋯g_k)·x`` cut into orthogonal pieces, one per chain of singular values (chapter 09).
+
+    With the singular value decomposition ``x̂[ρ] = U Σ V^†`` and ``M(g) = V^† ρ(g)^† V``, the target's
+    coefficient is ``x̂[ρ] ρ(g_k)^† ⋯ ρ(g_1)^† = U Σ M(g_k) ⋯ M(g_1) V^†``. Inserting the projectors
+    ``P_i`` onto groups of equal singular values between the factors cuts it into pieces
+    ``U Σ P_a M(g_k) P_{i_1} M(g_{k−1}) ⋯ P_{i_{k−1}} M(g_1) V^†``, one per chain ``(a, i_1, …, i_{k−1})``.
+    By Schur orthogonality the pieces are orthogonal functions of the tuple; a neuron's utility is a sum of
+    one term per piece, and the largest utility of one unit-norm neuron on a piece is
+    :func:`class_utilities` with ``σ_1^{k+1}`` replaced by ``σ_a² σ_{i_1} ⋯ σ_{i_{k−1}}``. The piece's power is
+    ``(C_p d/|G|) σ_a² n_a Π_j (n_{i_j}/d)`` (``n`` the multiplicities, ``C_p = 2`` for a complex pair, else
+    1). When ``x̂[ρ]`` is a multiple of a unitary matrix the class is one piece; a quaternionic irrep's
+    singular values come in pairs, which form one group each.
+
+    Returns a list of :class:`Piece`, sorted by class, then chain. Singular values below
+    ``tol · max ‖x̂[ρ]‖_op`` are left out (nothing to learn).
+    """
+    G, k = _check_group(G), _check_k(k)
+    x = _check_template(x, G)
+    rtol, tol = _check_positive_real(rtol, "rtol"), _check_positive_real(tol, "tol")
+    N = G.order
+    x_hat = fourier(x, G)
+    top = _op_norms(x_hat).max()
+    out = []
+    for c, (members, kind, d) in enumerate(zip(G.irrep_classes, G.class_types, G.class_dims)):
+        _, S, _, ranges = _singular_groups(x_hat[members[0]], rtol)
+        sigma = [float(S[a]) for a, _ in ranges]
+        mult = [b - a for a, b in ranges]
+        live = [j for j, s in enumerate(sigma) if s > tol * top]
+        C = 1 if kind == "real" else 2
+        scale = (math.factorial(k) * (k + 1) ** (-(k + 1) / 2) * N ** (-(k + 1) / 2) * (C * d) ** (-(k - 1) / 2))
+        for chain in itertools.product(live, repeat=k):
+            a, rest = chain[0], chain[1:]
+            utility_ = scale * sigma[a] ** 2 * math.prod(sigma[i] for i in rest)
+            power = ((2 if kind == "complex" else 1) * d / N * sigma[a] ** 2 * mult[a]
+                     * math.prod(mult[i] / d for i in rest))
+            out.append(Piece(c, chain, tuple(sigma[i] for i in chain), tuple(mult[i] for i in chain),
+                             float(utility_), float(power)))
+    return out
+
+
+def piece_outputs(x, G, *, k=2, rtol=1e-9, tol=1e-12):
+    """The pieces of :func:`pieces` as functions on the dataset: shape ``(num_pieces, |G|^k, |G|)``, in the
+    order of :func:`pieces`, rows as in :func:`dataset`. They are orthogonal and sum to its target ``Y``."""
+    G, k = _check_group(G), _check_k(k)
+    x = _check_template(x, G)
+    N = G.order
+    if N**k * N * (k + 1) > _MAX_DATASET_ENTRIES:
+        raise ValueError(f"k = {k} summands over {G.name} give {N}^{k} tuples, too many to hold; use a smaller k")
+    x_hat = fourier(x, G)
+    items = pieces(x, G, k=k, rtol=rtol, tol=tol)
+    out = np.zeros((len(items), N**k, N))
+    cache = {}
+    for p, piece in enumerate(items):
+        members, kind = G.irrep_classes[piece.irrep_class], G.class_types[piece.irrep_class]
+        rho, d = G.irreps[members[0]], G.class_dims[piece.irrep_class]
+        if piece.irrep_class not in cache:
+            U, S, Vh, ranges = _singular_groups(x_hat[members[0]], rtol)
+            V = Vh.conj().T
+            M = V.conj().T @ np.swapaxes(rho.conj(), 1, 2) @ V          # M(g) = V^† ρ(g)^† V
+            projectors = [np.diag((np.arange(d) >= a) & (np.arange(d) < b)).astype(float) for a, b in ranges]
+            cache[piece.irrep_class] = (U, S, Vh, M, projectors)
+        U, S, Vh, M, projectors = cache[piece.irrep_class]
+        chain = piece.chain                                          # factor j (g_j) carries P_{i_{k−j}}
+        T = projectors[chain[k - 1]] @ M                              # g_1, shape (N, d, d)
+        for j in range(2, k + 1):
+            T = np.einsum("gij,njk->ngik", projectors[chain[k - j]] @ M, T).reshape(-1, d, d)
+        coefficient = (U * S) @ T @ Vh                                # (N^k, d, d)
+        values = d / N * np.einsum("hij,nji->nh", rho, coefficient)
+        out[p] = (2 * values.real) if kind == "complex" else values.real
+    return out
+
+
+def piece_fractions(outputs, x, G, *, k=2, rtol=1e-9, tol=1e-12):
+    """How much of each piece a network's ``outputs`` on the dataset hold: ``⟨f, piece⟩/⟨piece, piece⟩``
+    (sums over tuples and outputs), 1 once a piece is fitted. ``outputs`` of shape ``(..., |G|^k, |G|)``;
+    returns ``(..., num_pieces)`` in the order of :func:`pieces`."""
+    outputs = _numeric_array(outputs, "outputs")
+    P = piece_outputs(x, G, k=k, rtol=rtol, tol=tol)
+    if outputs.shape[-2:] != P.shape[1:]:
+        raise ValueError(f"outputs must have shape (..., {P.shape[1]}, {P.shape[2]}), got {outputs.shape}")
+    return np.einsum("...nc,pnc->...p", outputs, P) / np.einsum("pnc,pnc->p", P, P)
+
+
+def learning_steps(x, G, *, k=2, whole_classes=False, rtol=1e-9):
+    """The steps of the staircase: lists of :func:`pieces` learned together, in order of decreasing utility.
+
+    Pieces of one class with equal utility (within ``rtol``) make one step; steps are sorted by
+    decreasing utility, ties by class index. With ``whole_classes=True``, the follow-up's assumption:
+    each class is one step at its :func:`class_utilities` (the utility of its largest piece).
+    Returns a list of lists of :class:`Piece`.
+    """
+    if not isinstance(whole_classes, (bool, np.bool_)):
+        raise TypeError(f"whole_classes must be True or False, got {type(whole_classes).__name__}")
+    rtol = _check_positive_real(rtol, "rtol")
+    items = pieces(x, G, k=k)
+    steps = []
+    for piece in items:
+        for step in steps:
+            same_class = step[0].irrep_class == piece.irrep_class
+            if same_class and (whole_classes or abs(step[0].utility - piece.utility) <= rtol * step[0].utility):
+                step.append(piece)
+                break
+        else:
+            steps.append([piece])
+    for step in steps:
+        step.sort(key=lambda p: -p.utility)
+    return sorted(steps, key=lambda s: (-s[0].utility, s[0].irrep_class))
+
+
+def levels(x, G, *, k=2, whole_classes=False):
+    """Loss levels ``ℓ^(j) = ½‖x‖² − ½ Σ_{l≤j} P_l`` after the first ``j`` steps of :func:`learning_steps`,
+    ``P_l`` the power of the pieces of step ``l``: the group version of the paper's Eq. 9. ``ℓ^(0) = ½‖x‖²``,
+    the last is 0 (up to rounding).
+
+    By default one step per group of equal-utility pieces of a class (chapter 09: an irrep whose ``x̂[ρ]``
+    has unequal singular values is learned in several steps). With ``whole_classes=True`` each class is
+    one step, the follow-up's assumption, and the drops are half of :func:`class_power`. Both agree
+    when every ``x̂[ρ]`` is a multiple of a unitary matrix, and for ``cyclic(p)`` they are
+    :func:`agf_lib.modular.levels`.
+    """
+    steps = learning_steps(x, G, k=k, whole_classes=whole_classes)
     x = np.asarray(x, dtype=float)
-    drops = 0.5 * class_power(x, G)[order]
+    drops = np.array([0.5 * sum(p.power for p in step) for step in steps])
     return 0.5 * float(x @ x) - np.concatenate([[0.0], np.cumsum(drops)])
 
 
@@ -830,19 +975,21 @@ def _escape_scale(kappa, initial_norm, adaptive_rate):
     return nu ** (2 - kappa) - 1.0, "t"
 
 
-def fourier_staircase(x, G, *, k=2, initial_norm=None, eta=1.0, adaptive_rate=False):
-    """The AGF staircase of composition over ``G``: irrep classes one at a time (the group version of Eq. 9).
+def fourier_staircase(x, G, *, k=2, initial_norm=None, eta=1.0, adaptive_rate=False, whole_classes=False):
+    """The AGF staircase of composition over ``G``: one step of :func:`learning_steps` at a time (Eq. 9).
 
-    ``order[j-1]`` is the ``j``-th class of :func:`learning_order`; ``losses`` = :func:`levels`;
-    ``states[j]`` the template learned after ``j`` jumps (its components in the first ``j`` classes; the
-    network then computes ``(g_1⋯g_k)·states[j]``). ``times[j]`` is when a neuron of initial norm
-    ``ν = initial_norm``, aligned from the start with class ``c_j`` at utility ``Ū*_{c_j}``
-    (:func:`class_utilities`, unchanged by the classes learned before), reaches norm one:
+    ``order[j-1]`` is the irrep class of the ``j``-th step (a class appears once per step it takes);
+    ``losses`` = :func:`levels`; ``states[j]`` the list of :class:`Piece` learned after ``j`` jumps (with
+    ``whole_classes=True``: the template learned, its components in the first ``j`` classes, so that the
+    network then computes ``(g_1⋯g_k)·states[j]``).
+    ``times[j]`` is when a neuron of initial norm ``ν = initial_norm``, aligned from the start with the
+    step's pieces at their utility ``Ū`` (unchanged by the steps before), reaches norm one:
 
-        τ^(j) = (ν^{2−κ} − 1) / ((κ−2) κ η Ū*)       or, with the adaptive rate η‖θ‖^{2−κ},   log(1/ν) / (κηŪ*),
+        τ^(j) = (ν^{2−κ} − 1) / ((κ−2) κ η Ū)       or, with the adaptive rate η‖θ‖^{2−κ},   log(1/ν) / (κηŪ),
 
     κ = k + 1 (κ = 2 takes the logarithmic form). Without ``initial_norm`` the times are the limit ν → 0
-    in the rescaled units ``t·α^{κ−2}`` or ``t/log(1/α)``. For ``cyclic(p)`` and ``k = 2`` this is
+    in the rescaled units ``t·α^{κ−2}`` or ``t/log(1/α)``. With ``whole_classes=True``, one step per class
+    (the follow-up's assumption). For ``cyclic(p)`` and ``k = 2`` this is
     :func:`agf_lib.modular.fourier_staircase` (class ``m`` = frequency ``m``).
     """
     G, k = _check_group(G), _check_k(k)
@@ -851,14 +998,18 @@ def fourier_staircase(x, G, *, k=2, initial_norm=None, eta=1.0, adaptive_rate=Fa
     if not isinstance(adaptive_rate, (bool, np.bool_)):
         raise TypeError(f"adaptive_rate must be True or False, got {type(adaptive_rate).__name__}")
     kappa = k + 1
-    order = learning_order(x, G, k=k)
-    scores = class_utilities(x, G, k=k)
+    steps = learning_steps(x, G, k=k, whole_classes=whole_classes)
     logarithmic = adaptive_rate or kappa == 2
-    rates = np.array([(kappa if logarithmic else (kappa - 2) * kappa) * eta * scores[c] for c in order])
+    rates = np.array([(kappa if logarithmic else (kappa - 2) * kappa) * eta * s[0].utility for s in steps])
     scale, unit = _escape_scale(kappa, initial_norm, adaptive_rate)
     times = np.concatenate([[0.0], scale / rates])
-    states = [np.zeros_like(x)] + [class_component(x, G, order[: j + 1]) for j in range(len(order))]
-    return Staircase(times, levels(x, G, k=k), list(order), states=states, time_unit=unit)
+    if whole_classes:
+        order = [s[0].irrep_class for s in steps]
+        states = [np.zeros_like(x)] + [class_component(x, G, order[: j + 1]) for j in range(len(order))]
+    else:
+        states = [[piece for step in steps[:j] for piece in step] for j in range(len(steps) + 1)]
+    return Staircase(times, levels(x, G, k=k, whole_classes=whole_classes), [s[0].irrep_class for s in steps],
+                     states=states, time_unit=unit)
 
 
 def output_power(network, theta, X):

@@ -424,10 +424,12 @@ def test_cyclic_theory_is_theorem_f3_and_eq_9(p):
     assert groups.learning_order(x, G) == list(dft.dominant_frequencies(x))
     for options in ({}, {"adaptive_rate": True}, {"initial_norm": 1e-3, "eta": 2.0},
                     {"initial_norm": 1e-3, "adaptive_rate": True}):
-        ours, theirs = groups.fourier_staircase(x, G, **options), modular.fourier_staircase(x, **options)
-        assert ours.order == list(theirs.order) and ours.time_unit == theirs.time_unit
-        np.testing.assert_allclose(ours.times, theirs.times, rtol=1e-12)
-        np.testing.assert_allclose(ours.losses, theirs.losses, atol=1e-12)
+        theirs = modular.fourier_staircase(x, **options)
+        for whole_classes in (False, True):
+            ours = groups.fourier_staircase(x, G, whole_classes=whole_classes, **options)
+            assert ours.order == list(theirs.order) and ours.time_unit == theirs.time_unit
+            np.testing.assert_allclose(ours.times, theirs.times, rtol=1e-12)
+            np.testing.assert_allclose(ours.losses, theirs.losses, atol=1e-12)
         np.testing.assert_allclose(np.array(ours.states), np.array(theirs.states), atol=1e-12)
     theta = np.random.default_rng(0).normal(size=(4, 3 * p))
     np.testing.assert_allclose(groups.utility(theta, x, G), modular.utility(theta, x), rtol=1e-12)
@@ -439,21 +441,91 @@ def test_cyclic_theory_is_theorem_f3_and_eq_9(p):
 
 
 @pytest.mark.parametrize("name, k", [("D3", 2), ("A4", 3), ("S4", 2), ("Z3xD3", 2)])
-def test_levels_are_the_losses_of_the_learned_templates(name, k):
+def test_whole_class_levels_are_the_losses_of_the_learned_templates(name, k):
     G = GROUPS[name]()
     x = random_template(G, 60)
-    staircase = groups.fourier_staircase(x, G, k=k)
-    levels = groups.levels(x, G, k=k)
+    levels = groups.levels(x, G, k=k, whole_classes=True)
     assert abs(levels[0] - 0.5 * x @ x) < 1e-14 and abs(levels[-1]) < 1e-12
+    order = groups.learning_order(x, G, k=k)
+    staircase = groups.fourier_staircase(x, G, k=k, whole_classes=True)
     np.testing.assert_array_equal(staircase.losses, levels)
+    assert list(staircase.order) == order
     X, Y = groups.dataset(x, G, k=k)
     products = _products(G, k)
-    for j, state in enumerate(staircase.states):
-        predicted = groups.translates(state, G)[products]
+    for j in range(len(order) + 1):
+        predicted = groups.translates(groups.class_component(x, G, order[:j]), G)[products]
         assert abs(0.5 * ((Y - predicted) ** 2).sum(1).mean() - levels[j]) < 1e-12
     scores = groups.class_utilities(x, G, k=k)
-    assert list(staircase.order) == sorted(staircase.order, key=lambda c: -scores[c])
-    np.testing.assert_allclose(-np.diff(levels), 0.5 * groups.class_power(x, G)[staircase.order], atol=1e-14)
+    assert order == sorted(order, key=lambda c: -scores[c])
+    np.testing.assert_allclose(-np.diff(levels), 0.5 * groups.class_power(x, G)[order], atol=1e-14)
+
+
+@pytest.mark.parametrize("name, k", [("D3", 1), ("D3", 2), ("D3", 3), ("A4", 2), ("A4", 3), ("Q8", 2), ("Q8", 3),
+                                     ("Z3xD3", 2), ("Z5", 3)])
+def test_pieces_are_orthogonal_sum_to_the_target_and_have_the_stated_powers(name, k):
+    G = GROUPS[name]()
+    x = random_template(G, 61)
+    X, Y = groups.dataset(x, G, k=k)
+    P = groups.piece_outputs(x, G, k=k)
+    gram = np.einsum("pnc,qnc->pq", P, P) / X.shape[0]
+    powers = np.array([p.power for p in groups.pieces(x, G, k=k)])
+    np.testing.assert_allclose(P.sum(0), Y, atol=1e-13)
+    np.testing.assert_allclose(gram, np.diag(powers), atol=1e-13 * powers.max())
+    np.testing.assert_allclose(groups.piece_fractions(np.stack([Y, 0 * Y]), x, G, k=k), [np.ones(len(P)), np.zeros(len(P))],
+                               atol=1e-12)
+
+
+def _sphere_max(X, R, k, starts=12, seed=0):
+    """max over unit neurons of the sample utility E_n[z^k <w, r_n>], by BFGS on -U + |θ|^{k+3}/(k+3)."""
+    n, dk = X.shape
+
+    def penalized(theta):
+        z, s, q = X @ theta[:dk], R @ theta[dk:], theta @ theta
+        grad = np.concatenate([k * (z ** (k - 1) * s) @ X, (z**k) @ R]) / n
+        return -np.mean(z**k * s) + q ** ((k + 3) / 2) / (k + 3), -grad + q ** ((k + 1) / 2) * theta
+
+    rng = np.random.default_rng(seed)
+    best = 0.0
+    for _ in range(starts):
+        theta = minimize(penalized, 0.3 * rng.normal(size=dk + R.shape[1]), jac=True, method="BFGS",
+                         options={"gtol": 1e-12}).x
+        theta /= np.linalg.norm(theta)
+        best = max(best, float(np.mean((X @ theta[:dk]) ** k * (R @ theta[dk:]))))
+    return best
+
+
+@pytest.mark.parametrize("name, k", [("D3", 2), ("D3", 3), ("A4", 2), ("Z3xD3", 2)])
+def test_utility_of_what_remains_is_the_largest_remaining_piece_utility(name, k):
+    """After the pieces of the first j steps are fitted, the best unit neuron has the (j+1)-th step's utility."""
+    G = GROUPS[name]()
+    x = random_template(G, 3)
+    X, Y = groups.dataset(x, G, k=k)
+    P = groups.piece_outputs(x, G, k=k)
+    keys = [(p.irrep_class, p.chain) for p in groups.pieces(x, G, k=k)]
+    learned = set()
+    for step in groups.learning_steps(x, G, k=k)[:4]:
+        residual = Y - sum(P[i] for i, key in enumerate(keys) if key in learned) if learned else Y
+        assert abs(_sphere_max(X, residual, k) / step[0].utility - 1) < 1e-8
+        learned |= {(p.irrep_class, p.chain) for p in step}
+
+
+def test_unequal_singular_values_split_a_class_into_steps_and_equal_ones_do_not():
+    G = groups.dihedral(3)
+    rotation = np.array([[0.6, -0.8], [0.8, 0.6]])
+    for sigma, expected in (((2.0, 1.0), 4), ((1.5, 1.5), 1)):
+        block = rotation @ np.diag(sigma) @ rotation.T @ np.array([[1.0, 0.0], [0.0, -1.0]])
+        x = groups.inverse_fourier([np.zeros((1, 1)), np.full((1, 1), 0.3), block], G)
+        steps = [s for s in groups.learning_steps(x, G) if s[0].irrep_class == 2]
+        assert len(steps) == expected
+        s1, s2 = sigma
+        if expected == 4:
+            ratios = [s[0].utility / steps[0][0].utility for s in steps]
+            np.testing.assert_allclose(ratios, [1, s2 / s1, (s2 / s1) ** 2, (s2 / s1) ** 3], rtol=1e-12)
+            np.testing.assert_allclose([s[0].power for s in steps], [s1**2 / 6, s1**2 / 6, s2**2 / 6, s2**2 / 6],
+                                       rtol=1e-12)
+        np.testing.assert_allclose(groups.levels(x, G)[[0, -1]], [0.5 * x @ x, 0.0], atol=1e-14)
+    x_equal = x
+    np.testing.assert_allclose(groups.levels(x_equal, G), groups.levels(x_equal, G, whole_classes=True), atol=1e-14)
 
 
 @pytest.mark.parametrize("k, adaptive_rate", [(1, False), (2, False), (3, False), (3, True)])
@@ -464,8 +536,11 @@ def test_jump_times_are_when_an_aligned_neuron_reaches_norm_one(k, adaptive_rate
     nu, eta, kappa = 0.05, 1.5, k + 1
     staircase = groups.fourier_staircase(x, G, k=k, initial_norm=nu, eta=eta, adaptive_rate=adaptive_rate)
     assert staircase.time_unit == "t"
-    for j, c in enumerate(staircase.order, 1):
-        rate = kappa * eta * groups.class_utilities(x, G, k=k)[c]
+    steps = groups.learning_steps(x, G, k=k)
+    assert staircase.order == [step[0].irrep_class for step in steps]
+    assert abs(steps[0][0].utility / groups.max_utility(x, G, k=k) - 1) < 1e-14
+    for j, step in enumerate(steps, 1):
+        rate = kappa * eta * step[0].utility
         growth = (lambda t, s: rate * s) if adaptive_rate else (lambda t, s: rate * s ** (kappa - 1))
         reach_one = lambda t, s: s[0] - 1.0  # noqa: E731
         reach_one.terminal = True
