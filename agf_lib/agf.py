@@ -8,12 +8,18 @@ Neurons start dormant. Each iteration has two steps.
   neuron whose norm reaches one activates. This is the paper's condition that the accumulated
   utility ``𝒮_i = ∫κŪ_i`` reaches ``c_i/η`` with ``c_i = −log‖θ_i(0)‖`` for κ = 2 and
   ``c_i = (‖θ_i(0)‖^{2−κ} − 1)/(κ − 2)`` for κ > 2, exact at finite α, since ``ℓ_i`` is integrated
-  alongside the direction.
+  alongside the direction. For networks whose utility is a quadratic form in each neuron
+  (``quadratic_utility``: linear and diagonal networks) the utility flow is linear, and this step is
+  solved in closed form (:func:`_quadratic_utility_phase`); for the others one SciPy solver is stepped
+  by hand, with the norms read after every step.
 * **Cost minimization.** The active neurons follow gradient flow of the loss, with the dormant
-  neurons taken as zero, until the gradient vanishes. An active neuron driven back towards the
+  neurons taken as zero, until the gradient has fallen by ``cost_tol``, or the loss has settled
+  (it fell by less than ``cost_tol²`` of its fall so far over the last doubling of time: a loss
+  approaching an infimum that no finite weights attain, chapter 06). Both are checked at times
+  growing geometrically, never inside a solver step. An active neuron driven back towards the
   origin (its norm below ``dormancy_threshold``) returns to the dormant set with the state it had
   when it last crossed the unit sphere inwards, i.e. with ``𝒮_i = c_i/η`` as in the paper's
-  Appendix B.3.
+  Appendix B.3. A step that has not converged by ``max_cost_time`` raises :class:`CostStepError`.
 
 The float64 limit stated in :mod:`agf_lib.flow` applies here too, to networks without a chart: a
 dormant neuron whose utility flow reverses its sign after a long excursion, or a neuron restored
