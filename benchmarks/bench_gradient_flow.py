@@ -7,8 +7,8 @@ Two problems, each with an independent reference flow:
   coordinates) at rtol 1e-12.
 * ``modular``: chapter 06's plain κ = 3 run (p = 11, H = 16, α = 0.05, seed 2, t up to 22/α);
   reference: the raw flow below at rtol 1e-13, atol 1e-16.
-* ``linear``: a fully connected linear network (d = 6, H = 6, c = 3) on population data of a random
-  non-commuting problem (seed 7), α = 1e-8, over 1.5 × the last jump of greedy low-rank learning;
+* ``linear``: a fully connected linear network (d = 6, H = 2, c = 3) on population data of a random
+  non-commuting problem (seed 7), α = 1e-8, over 1.5 × the second jump of greedy low-rank learning;
   reference ``linear.gradient_flow`` (matrix form, its own code) at rtol 1e-12.
 
 Runs on each problem, one after the other in one process:
@@ -93,14 +93,14 @@ def diagonal_setup(quick):
 
 
 def linear_setup(quick):
-    d, H, c, alpha = 6, 6, 3, 1e-8
+    d, H, c, alpha = 6, 2, 3, 1e-8      # H = 2 < rank 3: the last level is positive, relative errors stay meaningful
     rng = np.random.default_rng(7)
     A = rng.normal(size=(d, d))
     Sigma_xx = A @ A.T / d + 0.2 * np.eye(d)
     Sigma_yx = rng.normal(size=(c, d)) @ Sigma_xx
     X, Y = linear.population_data(Sigma_xx, Sigma_yx)
     n = X.shape[0]
-    staircase = linear.greedy_low_rank(Sigma_xx, Sigma_yx)
+    staircase = linear.greedy_low_rank(Sigma_xx, Sigma_yx, rank=H)
     scale = math.log(1 / alpha)
     t_end = 1.5 * scale * (staircase.times[1] if quick else staircase.times[-1])
     network = linear.FullyConnectedLinearNetwork(d, H, c)
