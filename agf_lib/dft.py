@@ -87,14 +87,14 @@ def harmonic(p, k, amplitude=1.0, phase=0.0):
 
 
 def template(p, magnitudes, phases=None, seed=0):
-    """A centred real vector ``x ∈ R^p`` (odd ``p``) with ``|x̂[k]| = magnitudes[k−1]``, ``k = 1…(p−1)/2``.
+    """A centred real vector ``x ∈ R^p`` (odd ``p ≥ 3``) with ``|x̂[k]| = magnitudes[k−1]``, ``k = 1…(p−1)/2``.
 
     ``phases[k−1]`` is the phase of ``x̂[k]``; when omitted the phases are drawn uniformly with ``seed``.
     ``x̂[0] = 0`` (centred), and conjugate symmetry fixes ``x̂[−k]``.
     """
     p = _check_positive_int(p, "p")
-    if p % 2 == 0:
-        raise ValueError(f"p must be odd, got {p}")
+    if p % 2 == 0 or p < 3:
+        raise ValueError(f"p must be odd and at least 3, got {p}")
     half = (p - 1) // 2
     magnitudes = _as_real_vectors(magnitudes, "magnitudes")
     if magnitudes.shape != (half,):
@@ -107,7 +107,7 @@ def template(p, magnitudes, phases=None, seed=0):
     if phases.shape != (half,):
         raise ValueError(f"phases must have (p-1)/2 = {half} entries, got shape {phases.shape}")
     x = sum(harmonic(p, k, 2.0 * m / p, s) for k, m, s in zip(range(1, half + 1), magnitudes, phases))
-    return np.asarray(x, dtype=float) if half else np.zeros(p)
+    return x
 
 
 def relabel(u, m):

@@ -22,7 +22,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import lsq_linear
 
-from .flow import check_max_jumps, check_positive, check_solver, sample_times
+from .flow import check_max_jumps, check_num_samples, check_positive, check_solver, sample_times
 from .network import TwoLayerNetwork, _check_alpha, _check_positive_int, as_data
 from .results import Staircase, Trajectory
 
@@ -103,17 +103,45 @@ def activation_threshold(alpha):
 
 def log_cosh(x):
     """``log cosh x`` without overflow: ``|x| + log1p(e^{−2|x|}) − log 2``."""
-    x = np.abs(x)
+    x = np.abs(_real_values(x, "x"))
     return x + np.log1p(np.exp(-2.0 * x)) - math.log(2.0)
 
 
+def _real_values(value, name):
+    """``value`` as a float array; TypeError naming ``name`` for anything that is not real numbers."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be a real number or an array of real numbers, got {type(value).__name__}")
+    value = np.asarray(value)
+    if value.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real number or an array of real numbers, got dtype {value.dtype}")
+    return value.astype(float)
+
+
+# β = α² sinh 2ψ is a float64 only while its log, 2 log α + 2|ψ| − log 2, stays below this
+_LOG_FLOAT_MAX = math.log(np.finfo(float).max)
+
+
+def _log_abs_beta(psi, log_alpha):
+    """``log(α² e^{2|ψ|}/2)``, so that ``|β| = α² |sinh 2ψ| = e^{this} (1 − e^{−4|ψ|})``."""
+    return 2.0 * log_alpha + 2.0 * np.abs(psi) - math.log(2.0)
+
+
+def _beta_from_log(psi, exponent):
+    return np.sign(psi) * np.exp(exponent) * -np.expm1(-4.0 * np.abs(psi))
+
+
 def beta_of_psi(psi, alpha):
-    """``β = α² sinh(2ψ)``, evaluated in logs so that α down to 1e-100 neither overflows nor underflows early."""
-    psi = np.asarray(psi, dtype=float)
-    a = np.abs(psi)
-    # the exponent is capped below overflow: only a trial step the solver then rejects gets there
-    exponent = np.minimum(2.0 * math.log(alpha) + 2.0 * a - math.log(2.0), 700.0)
-    return np.sign(psi) * np.exp(exponent) * -np.expm1(-4.0 * a)
+    """``β = α² sinh(2ψ)``, evaluated in logs so that α down to 1e-100 neither overflows nor underflows early.
+
+    Raises OverflowError where ``|β|`` exceeds the largest float64 (``2 log α + 2|ψ| − log 2 > 709.78``).
+    """
+    alpha = _check_alpha(alpha)
+    psi = _real_values(psi, "psi")
+    exponent = _log_abs_beta(psi, math.log(alpha))
+    if np.any(exponent > _LOG_FLOAT_MAX):
+        raise OverflowError(f"beta = alpha² sinh(2 psi) exceeds the largest float64 at alpha = {alpha!r}, "
+                            f"|psi| = {float(np.abs(psi).max())!r}")
+    return _beta_from_log(psi, exponent)
 
 
 def gradient_flow(X, y, alpha, t_end, *, method="DOP853", rtol=1e-10, atol=1e-12, num_samples=2000,
@@ -129,9 +157,19 @@ def gradient_flow(X, y, alpha, t_end, *, method="DOP853", rtol=1e-10, atol=1e-12
     alpha = _check_alpha(alpha)
     t_end = check_positive(t_end, "t_end")
     check_solver(method)
+    check_num_samples(num_samples)
     X, y, Sigma_xx, Sigma_xy = _moments(X, y)
-    sol = solve_ivp(lambda t, psi: Sigma_xy - Sigma_xx @ beta_of_psi(psi, alpha), (0.0, t_end),
-                    np.zeros(X.shape[1]), method=method, rtol=rtol, atol=atol, dense_output=True)
+    log_alpha = math.log(alpha)
+
+    def rhs(t, psi):
+        exponent = _log_abs_beta(psi, log_alpha)
+        if np.any(exponent > _LOG_FLOAT_MAX):
+            # β beyond float64: a trial step of the solver, never a solution (its loss only decreases);
+            # a NaN velocity makes the solver reject the step and retry a shorter one
+            return np.full_like(psi, np.nan)
+        return Sigma_xy - Sigma_xx @ _beta_from_log(psi, exponent)
+
+    sol = solve_ivp(rhs, (0.0, t_end), np.zeros(X.shape[1]), method=method, rtol=rtol, atol=atol, dense_output=True)
     if not sol.success:
         raise RuntimeError(f"gradient flow integration failed: {sol.message}")
     times = sample_times(t_end, sol.t, num_samples, times)
@@ -147,29 +185,71 @@ def gradient_flow(X, y, alpha, t_end, *, method="DOP853", rtol=1e-10, atol=1e-12
     return Trajectory(times, losses, params=params, log_norms=log_norms)
 
 
-def _moments(X, y):
+def _data(X, y):
     X, y = as_data(X, y)
     if y.shape[1] != 1:
         raise ValueError(f"y must have a single output coordinate for a diagonal network, got {y.shape[1]}")
-    y = y[:, 0]
+    return X, y[:, 0]
+
+
+def _moments(X, y):
+    X, y = _data(X, y)
     n = X.shape[0]
     return X, y, X.T @ X / n, X.T @ y / n
+
+
+ZERO_TOL = 1e-12
+"""A coefficient of the cost step counts as zero when its part of the fit is this small: ``|β_i|·‖x_i‖ ≤
+ZERO_TOL·‖y‖`` (``x_i`` the i-th column of X). Such a coefficient is set to exactly zero, and in
+:func:`agf` its coordinate returns to dormancy; a coefficient of the wrong sign beyond it is an error."""
+
+
+def _check_signs(signs, d):
+    if isinstance(signs, (str, bytes)) or signs is None:
+        raise TypeError(f"signs must be an array of -1, 0 and +1, got {type(signs).__name__}")
+    signs = np.asarray(signs)
+    if signs.dtype.kind not in "biuf":
+        raise TypeError(f"signs must be an array of -1, 0 and +1, got dtype {signs.dtype}")
+    if signs.shape != (d,):
+        raise ValueError(f"signs must have shape (d,) = ({d},), one entry per column of X, got {signs.shape}")
+    if not np.all(np.isin(signs, (-1, 0, 1))):
+        raise ValueError(f"signs must hold only -1, 0 and +1, got {signs.tolist()}")
+    return signs.astype(int)
 
 
 def sign_constrained_least_squares(X, y, signs):
     """Minimize ``E[½(y − xᵀβ)²]`` subject to ``ρ_i β_i ≥ 0`` where ``ρ_i = signs[i] ∈ {−1, +1}``
     and ``β_i = 0`` where ``signs[i] == 0`` (the AGF cost step of Section C.2), by bounded least
-    squares (:func:`scipy.optimize.lsq_linear`, BVLS)."""
-    signs = np.asarray(signs)
+    squares (:func:`scipy.optimize.lsq_linear`, BVLS).
+
+    ``X`` has shape (n, d), ``y`` shape (n,) and ``signs`` shape (d,). Coefficients below
+    :data:`ZERO_TOL` of the fit are returned as exact zeros. Raises RuntimeError when the solver
+    reports no convergence or returns a coefficient of the wrong sign beyond that tolerance.
+    """
+    X, y = _data(X, y)
+    return _sign_constrained_fit(X, y, _check_signs(signs, X.shape[1]))
+
+
+def _sign_constrained_fit(X, y, signs):
     beta = np.zeros(X.shape[1])
     free = np.nonzero(signs)[0]
-    if free.size:
-        lower = np.where(signs[free] > 0, 0.0, -np.inf)
-        upper = np.where(signs[free] > 0, np.inf, 0.0)
-        scale = 1.0 / math.sqrt(X.shape[0])
-        beta[free] = lsq_linear(X[:, free] * scale, y * scale, bounds=(lower, upper), method="bvls",
-                                tol=1e-14).x
-        beta[free] = np.clip(beta[free], lower, upper)
+    if free.size == 0:
+        return beta
+    lower = np.where(signs[free] > 0, 0.0, -np.inf)
+    upper = np.where(signs[free] > 0, np.inf, 0.0)
+    scale = 1.0 / math.sqrt(X.shape[0])
+    result = lsq_linear(X[:, free] * scale, y * scale, bounds=(lower, upper), method="bvls", tol=1e-14)
+    if result.status <= 0:
+        raise RuntimeError(f"sign-constrained least squares on coordinates {free.tolist()} did not converge "
+                           f"(scipy lsq_linear, BVLS, status {result.status}): {result.message}")
+    coef = np.array(result.x, dtype=float)
+    negligible = np.abs(coef) * np.linalg.norm(X[:, free], axis=0) <= ZERO_TOL * np.linalg.norm(y)
+    wrong_sign = (signs[free] * coef < 0) & ~negligible
+    if wrong_sign.any() or not np.all(np.isfinite(coef)):
+        raise RuntimeError(f"sign-constrained least squares returned coefficients {coef.tolist()} for coordinates "
+                           f"{free.tolist()}, outside the imposed signs {signs[free].tolist()} beyond ZERO_TOL")
+    coef[negligible] = 0.0
+    beta[free] = coef
     return beta
 
 
@@ -202,7 +282,8 @@ def _saddle_to_saddle(X, y, threshold, max_jumps, tol):
         t += dt
         psi[i] = threshold * np.sign(speed[j])
         signs[i] = int(np.sign(speed[j]))
-        beta = sign_constrained_least_squares(X, y, signs)
+        beta = _sign_constrained_fit(X, y, signs)
+        # the fit returns exact zeros for coefficients within ZERO_TOL of the fit: those return to dormancy
         dropped = tuple(int(k) for k in np.nonzero((signs != 0) & (beta == 0))[0])
         signs[list(dropped)] = 0  # back to dormancy with 𝒮_i at the threshold (ψ_i = ±ψ*)
         times.append(t)
@@ -220,7 +301,7 @@ def agf(X, y, alpha, *, max_jumps=None, tol=1e-10):
     Between jumps each dormant ψ_i moves linearly at speed ``−∇_{β_i}L(β)``; the next coordinate to
     activate is the first to reach ``|ψ_i| = ψ*(α)`` (norm one, accumulated utility 𝒮_i = 1), with
     sign ``ρ_i = sgn ψ_i``. The cost step is sign-constrained least squares; coordinates it sets to
-    zero return to dormancy with ``ψ_i = ±ψ*(α)``. Stops when every dormant coordinate has zero
+    zero (within :data:`ZERO_TOL` of the fit) return to dormancy with ``ψ_i = ±ψ*(α)``. Stops when every dormant coordinate has zero
     gradient (relative to ``tol·max|Σ_xy|``) or after ``max_jumps`` jumps.
 
     Returns a :class:`Staircase` in GF time ``t``; ``states[k]`` is β on level k, ``active[k]`` its

@@ -39,6 +39,8 @@ __all__ = ["FullyConnectedLinearNetwork", "population_data", "population_loss", 
            "gradient_flow", "RESCALED_TIME"]
 
 RESCALED_TIME = "t / log(1/α)"
+# e^x is a float64 only for x below this: log‖Θ‖ beyond half of it puts β = AW out of range
+_LOG_FLOAT_MAX = math.log(np.finfo(float).max)
 
 
 class FullyConnectedLinearNetwork(FeedForwardNetwork):
@@ -350,6 +352,8 @@ def gradient_flow(Sigma_xx, Sigma_yx, theta0, t_end, *, Sigma_yy=None, method="D
     norm0 = float(np.linalg.norm(theta0))
     if norm0 == 0:
         raise ValueError("theta0 must be nonzero (the origin is a critical point)")
+    if not 2.0 * math.log(norm0) <= _LOG_FLOAT_MAX:
+        raise ValueError(f"theta0 is too large: its squared norm {norm0:.3g}² exceeds the largest float64")
     mu = regression_modes(Sigma_xx, Sigma_yx)[0]
     offset = _noise_offset(Sigma_yy, mu, c)
     B = _target(Sigma_xx, Sigma_yx)
@@ -360,7 +364,11 @@ def gradient_flow(Sigma_xx, Sigma_yx, theta0, t_end, *, Sigma_yy=None, method="D
     def rhs(t, state):
         z = state[1:].reshape(H, P) / math.sqrt(float(state[1:] @ state[1:]))
         W, At = z[:, :d], z[:, d:]
-        R = Sigma_yx - math.exp(min(2.0 * state[0], 700.0)) * (At.T @ (W @ Sigma_xx))
+        if 2.0 * state[0] > _LOG_FLOAT_MAX:
+            # β = e^{2ρ}ÂŴ beyond float64: a trial step of the solver, never a solution (the loss only
+            # decreases along the flow, which bounds β); a NaN velocity makes the solver reject the step
+            return np.full_like(state, np.nan)
+        R = Sigma_yx - math.exp(2.0 * state[0]) * (At.T @ (W @ Sigma_xx))
         out = np.empty_like(state)
         velocity = out[1:].reshape(H, P)
         np.matmul(At, R, out=velocity[:, :d])  # AᵀR at the unit direction
@@ -379,8 +387,10 @@ def gradient_flow(Sigma_xx, Sigma_yx, theta0, t_end, *, Sigma_yy=None, method="D
     log_norm = states[0]
     z = states[1:].T.reshape(times.size, H, d + c)
     z = z / np.linalg.norm(z, axis=(1, 2))[:, None, None]
-    # β = e^{2ρ} Â Ŵ, with the exponent capped where e^{2ρ} would overflow (never reached by a solution)
-    scale = np.exp(np.minimum(2.0 * log_norm, 700.0))[:, None, None]
+    if np.any(2.0 * log_norm > _LOG_FLOAT_MAX):
+        k = int(np.argmax(log_norm))
+        raise RuntimeError(f"gradient flow left the float64 range: log‖Θ‖ = {log_norm[k]:.6g} at t = {times[k]:.6g}")
+    scale = np.exp(2.0 * log_norm)[:, None, None]  # β = e^{2ρ} Â Ŵ
     beta = scale * np.einsum("thc,thd->tcd", z[:, :, d:], z[:, :, :d])
     error = B[None] - beta
     losses = 0.5 * np.einsum("tij,jk,tik->t", error, Sigma_xx, error) + offset

@@ -210,7 +210,8 @@ def harmonic_neurons(x, xi, N=6):
     c = 4
     bad = [m for m in (1 + c, 3 + c, c - 1, 1 + 3 * c, 2 + 2 * c, 2, 2 * c) if m % N == 0]
     if bad:
-        raise ValueError(f"N = {N} neurons cannot cancel every spurious mode with these phases; use N = 6 or N >= 11")
+        raise ValueError(f"N must divide none of 2, 3, 5, 7, 8, 10, 13 for the phases to cancel every spurious mode "
+                         f"(N = 6, 9, 11, 12 or N >= 14), got N = {N}")
     x_hat = dft(x)[xi]
     mu, s_x = abs(x_hat), float(np.angle(x_hat))
     if mu == 0:

@@ -43,6 +43,34 @@ class Trajectory:
     time_unit: str = "t"
     evaluations: int | None = None
 
+    def __post_init__(self):
+        times = np.asarray(self.times, dtype=float)
+        losses = np.asarray(self.losses, dtype=float)
+        if times.ndim != 1 or times.size == 0:
+            raise ValueError(f"times must be a non-empty 1-D array, got shape {times.shape}")
+        if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0):
+            raise ValueError("times must be finite and sorted (non-decreasing): loss_at and compare interpolate in them")
+        if losses.shape != times.shape:
+            raise ValueError(f"losses must have the shape of times {times.shape}, got {losses.shape}")
+        if not np.all(np.isfinite(losses)):
+            raise ValueError("losses contains NaN or infinite values")
+        object.__setattr__(self, "times", times)
+        object.__setattr__(self, "losses", losses)
+        num_neurons = None
+        if self.params is not None:
+            params = np.asarray(self.params, dtype=float)
+            if params.ndim != 3 or params.shape[0] != times.size:
+                raise ValueError(f"params must have shape (T, H, P) with T = {times.size} samples, got {params.shape}")
+            num_neurons = params.shape[1]
+            object.__setattr__(self, "params", params)
+        if self.log_norms is not None:
+            log_norms = np.asarray(self.log_norms, dtype=float)
+            expected = f"(T, H) = ({times.size}, {'H' if num_neurons is None else num_neurons})"
+            if log_norms.ndim != 2 or log_norms.shape[0] != times.size or \
+                    (num_neurons is not None and log_norms.shape[1] != num_neurons):
+                raise ValueError(f"log_norms must have shape {expected}, got {log_norms.shape}")
+            object.__setattr__(self, "log_norms", log_norms)
+
     def loss_at(self, t):
         """Loss at time(s) ``t`` by linear interpolation between samples."""
         return np.interp(t, self.times, self.losses)
@@ -145,7 +173,14 @@ class Staircase:
 
     def steps(self, t_end=None):
         """``(t, loss)`` arrays tracing the staircase as a step plot up to ``t_end``."""
-        t_end = self.times[-1] * 1.25 + (self.times[-1] == 0) if t_end is None else float(t_end)
+        if t_end is None:
+            t_end = self.times[-1] * 1.25 + (self.times[-1] == 0)
+        else:
+            if isinstance(t_end, bool) or not isinstance(t_end, (int, float, np.integer, np.floating)):
+                raise TypeError(f"t_end must be a real number, got {type(t_end).__name__}")
+            t_end = float(t_end)
+            if not t_end > 0 or not np.isfinite(t_end):
+                raise ValueError(f"t_end must be a finite positive time (after the start at 0), got {t_end!r}")
         keep = self.times < t_end
         t = np.append(self.times[keep], t_end)
         return t, np.append(self.losses[keep], self.losses[keep][-1])

@@ -78,21 +78,23 @@ def test_relabel_moves_frequency_m_k_to_k_and_is_invertible(p, m):
 
 
 @pytest.mark.parametrize(
-    "call, error",
+    "call, error, match",
     [
-        (lambda: dft.dft("abc"), TypeError),
-        (lambda: dft.dft(np.array([1.0, np.nan])), ValueError),
-        (lambda: dft.dft(np.array([1 + 1j, 2])), TypeError),
-        (lambda: dft.template(10, np.ones(4)), ValueError),
-        (lambda: dft.template(11, np.ones(4)), ValueError),
-        (lambda: dft.template(11, -np.ones(5)), ValueError),
-        (lambda: dft.template(11, np.ones(5), phases=np.ones(3)), ValueError),
-        (lambda: dft.harmonic(0, 1), ValueError),
-        (lambda: dft.harmonic(5, 1.5), TypeError),
-        (lambda: dft.relabel(np.ones(9), 3), ValueError),
-        (lambda: dft.relabel(np.ones(9), 2.0), TypeError),
+        (lambda: dft.dft("abc"), TypeError, "^u must be an array of real numbers, got str"),
+        (lambda: dft.dft(np.array([1.0, np.nan])), ValueError, "^u contains NaN or infinite values"),
+        (lambda: dft.dft(np.array([1 + 1j, 2])), TypeError, "^u must hold real numbers, got dtype complex128"),
+        (lambda: dft.template(10, np.ones(4)), ValueError, "^p must be odd and at least 3, got 10"),
+        (lambda: dft.template(1, np.ones(1)), ValueError, "^p must be odd and at least 3, got 1"),
+        (lambda: dft.template(11, np.ones(4)), ValueError, r"^magnitudes must have \(p-1\)/2 = 5 entries"),
+        (lambda: dft.template(11, -np.ones(5)), ValueError, "^magnitudes must be non-negative"),
+        (lambda: dft.template(11, np.ones(5), phases=np.ones(3)), ValueError,
+         r"^phases must have \(p-1\)/2 = 5 entries, got shape \(3,\)"),
+        (lambda: dft.harmonic(0, 1), ValueError, "^p must be a positive integer, got 0"),
+        (lambda: dft.harmonic(5, 1.5), TypeError, "^k must be an integer frequency, got float"),
+        (lambda: dft.relabel(np.ones(9), 3), ValueError, r"^m must be a unit mod p = 9 \(gcd\(m, p\) = 1\), got 3"),
+        (lambda: dft.relabel(np.ones(9), 2.0), TypeError, "^m must be an integer, got float"),
     ],
 )
-def test_bad_inputs_raise_errors_naming_the_argument(call, error):
-    with pytest.raises(error):
+def test_bad_inputs_raise_errors_naming_the_argument(call, error, match):
+    with pytest.raises(error, match=match):
         call()

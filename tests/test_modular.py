@@ -247,27 +247,32 @@ def test_output_power_of_exact_harmonics_equals_the_target_spectrum():
 
 
 @pytest.mark.parametrize(
-    "call, error",
+    "call, error, match",
     [
-        (lambda: modular.dataset(np.array([1.0, -1.0])), ValueError),
-        (lambda: modular.dataset(np.array([1.0, 2.0, 3.0])), ValueError),
-        (lambda: modular.dataset(np.zeros(5)), ValueError),
-        (lambda: modular.dataset("x"), TypeError),
-        (lambda: modular.dataset(np.array([1.0, np.inf, -1.0])), ValueError),
-        (lambda: modular.QuadraticModularNetwork(4, 3), ValueError),
-        (lambda: modular.QuadraticModularNetwork(5, 0), ValueError),
-        (lambda: modular.initial_theta(5, 3, -1.0), ValueError),
-        (lambda: modular.initial_theta(5, 3, "a"), TypeError),
-        (lambda: modular.max_utility(random_template(5, 0), learned=[5]), ValueError),
-        (lambda: modular.utility_maximizer(random_template(5, 0), xi=1.5), TypeError),
-        (lambda: modular.utility(np.ones(7), random_template(5, 0)), ValueError),
-        (lambda: modular.harmonic_neurons(random_template(5, 0), 1, N=7), ValueError),
-        (lambda: modular.fourier_staircase(random_template(5, 0), initial_norm=1.5), ValueError),
-        (lambda: modular.fourier_staircase(random_template(5, 0), eta=0), ValueError),
+        (lambda: modular.dataset(np.array([1.0, -1.0])), ValueError, "^x must be a 1-D vector of odd length p >= 3"),
+        (lambda: modular.dataset(np.array([1.0, 2.0, 3.0])), ValueError, r"^x must be centred \(sum zero\)"),
+        (lambda: modular.dataset(np.zeros(5)), ValueError, "^x must be nonzero"),
+        (lambda: modular.dataset("x"), TypeError, "^x must be a 1-D array of real numbers, got str"),
+        (lambda: modular.dataset(np.array([1.0, np.inf, -1.0])), ValueError, "^x contains NaN or infinite values"),
+        (lambda: modular.QuadraticModularNetwork(4, 3), ValueError, "^p must be an odd integer >= 3, got 4"),
+        (lambda: modular.QuadraticModularNetwork(5, 0), ValueError, "^H must be a positive integer, got 0"),
+        (lambda: modular.initial_theta(5, 3, -1.0), ValueError, "^alpha must be a finite positive number"),
+        (lambda: modular.initial_theta(5, 3, "a"), TypeError, "^alpha must be a real number, got str"),
+        (lambda: modular.max_utility(random_template(5, 0), learned=[5]), ValueError,
+         "^xi must be a nonzero frequency mod p = 5, got 5"),
+        (lambda: modular.utility_maximizer(random_template(5, 0), xi=1.5), TypeError,
+         "^xi must be an integer frequency, got float"),
+        (lambda: modular.utility(np.ones(7), random_template(5, 0)), ValueError,
+         r"^theta must have shape \(3p,\) or \(H, 3p\) with 3p = 15, got \(7,\)"),
+        (lambda: modular.harmonic_neurons(random_template(5, 0), 1, N=7), ValueError,
+         "^N must divide none of 2, 3, 5, 7, 8, 10, 13 .*got N = 7"),
+        (lambda: modular.fourier_staircase(random_template(5, 0), initial_norm=1.5), ValueError,
+         "^initial_norm must be below one"),
+        (lambda: modular.fourier_staircase(random_template(5, 0), eta=0), ValueError, "^eta must be positive, got 0.0"),
         (lambda: modular.output_power(agf_lib.FeedForwardNetwork(10, 2, 5), np.ones((2, 15)), np.ones((1, 10))),
-         TypeError),
+         TypeError, "^network must be a QuadraticModularNetwork, got FeedForwardNetwork"),
     ],
 )
-def test_bad_inputs_raise_errors_naming_the_argument(call, error):
-    with pytest.raises(error):
+def test_bad_inputs_raise_errors_naming_the_argument(call, error, match):
+    with pytest.raises(error, match=match):
         call()
