@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from agf_lib import (FeedForwardNetwork, alternating_gradient_flow, diagonal, gradient_descent, gradient_flow, loss,
-                     utility)
+from agf_lib import (FeedForwardNetwork, alternating_gradient_flow, dft, diagonal, gradient_descent, gradient_flow,
+                     loss, modular, utility)
 
 SOLVER_LIST = "DOP853, RK45, RK23, Radau, BDF, LSODA"
 
@@ -33,6 +33,7 @@ def theta0():
 ALPHA_CONSUMERS = {
     "diagonal.initial_theta": lambda alpha, X, y: diagonal.initial_theta(3, alpha),
     "diagonal.activation_threshold": lambda alpha, X, y: diagonal.activation_threshold(alpha),
+    "diagonal.beta_of_psi": lambda alpha, X, y: diagonal.beta_of_psi(0.5, alpha),
     "diagonal.agf": lambda alpha, X, y: diagonal.agf(X, y, alpha),
     "diagonal.gradient_flow": lambda alpha, X, y: diagonal.gradient_flow(X, y, alpha, 1.0),
     "FeedForwardNetwork.initial_theta": lambda alpha, X, y: FeedForwardNetwork(3, 2).initial_theta(alpha),
@@ -200,6 +201,11 @@ def test_non_positive_t_end_is_rejected_naming_t_end(t_end, network, theta0, dat
 def test_t_end_and_eta_that_are_not_numbers_are_type_errors(network, theta0, data):
     with pytest.raises(TypeError, match="t_end must be a real number"):
         gradient_flow(network, data, theta0, "10")
+    for run in (lambda t_end: gradient_flow(network, data, theta0, t_end),
+                lambda t_end: gradient_descent(network, data, theta0, t_end),
+                lambda t_end: diagonal.gradient_flow(*data, 1e-3, t_end)):
+        with pytest.raises(TypeError, match="^t_end must be a real number, got str"):
+            run("abc")
     with pytest.raises(TypeError, match="eta must be a real number"):
         gradient_flow(network, data, theta0, 1.0, eta=None)
 
@@ -211,6 +217,11 @@ def test_other_options_are_checked_naming_the_option(network, theta0, data):
         alternating_gradient_flow(network, data, theta0, eta=-1.0)
     with pytest.raises(ValueError, match="num_samples must be an integer >= 2"):
         gradient_flow(network, data, theta0, 1.0, num_samples=1)
+    for run in (lambda n: gradient_flow(network, data, theta0, 1.0, num_samples=n),
+                lambda n: gradient_descent(network, data, theta0, 1.0, num_samples=n),
+                lambda n: diagonal.gradient_flow(*data, 1e-3, 1.0, num_samples=n)):
+        with pytest.raises(ValueError, match="^num_samples must be an integer >= 2, got 0"):
+            run(0)
     with pytest.raises(ValueError, match="times must be a non-decreasing 1-D array within"):
         gradient_flow(network, data, theta0, 1.0, times=[0.0, 2.0])
     with pytest.raises(ValueError, match="times must be a non-decreasing 1-D array within"):
@@ -264,3 +275,60 @@ def test_loss_and_utility_check_their_arguments(network, theta0, data):
         loss(network, theta0[:1], X, y)
     with pytest.raises(ValueError, match="y contains NaN"):
         utility(network, theta0, X, np.full_like(y, math.nan))
+
+
+# ---------------------------------------------------------------------------------------------
+# Closed forms of the diagonal network
+
+
+@pytest.mark.parametrize("signs, error, match", [
+    ([2, -5, 0], ValueError, r"^signs must hold only -1, 0 and \+1, got \[2, -5, 0\]"),
+    ([0.5, 1, 1], ValueError, r"^signs must hold only -1, 0 and \+1, got \[0.5, 1.0, 1.0\]"),
+    ([1, 1], ValueError, r"^signs must have shape \(d,\) = \(3,\), one entry per column of X, got \(2,\)"),
+    (np.ones((3, 1)), ValueError, r"^signs must have shape \(d,\) = \(3,\)"),
+    ("+-+", TypeError, "^signs must be an array of -1, 0 and \\+1, got str"),
+    ([None, 1, 1], TypeError, "^signs must be an array of -1, 0 and \\+1, got dtype object"),
+])
+def test_sign_constrained_least_squares_checks_the_signs(signs, error, match, data):
+    with pytest.raises(error, match=match):
+        diagonal.sign_constrained_least_squares(*data, signs)
+
+
+def test_sign_constrained_least_squares_checks_x_and_y(data):
+    X, y = data
+    with pytest.raises(ValueError, match=r"^X must have shape \(n, d\)"):
+        diagonal.sign_constrained_least_squares(X[:, 0], y, [1])
+    with pytest.raises(ValueError, match=r"^y must have shape \(n,\) or \(n, c\) with n = 12"):
+        diagonal.sign_constrained_least_squares(X, y[:-1], [1, 1, 1])
+    with pytest.raises(ValueError, match="^y must have a single output coordinate for a diagonal network, got 2"):
+        diagonal.sign_constrained_least_squares(X, np.stack([y, y], axis=1), [1, 1, 1])
+    with pytest.raises(ValueError, match="^X contains NaN or infinite values"):
+        diagonal.sign_constrained_least_squares(np.full_like(X, math.nan), y, [1, 1, 1])
+
+
+def test_log_cosh_and_beta_of_psi_refuse_what_is_not_real_numbers():
+    with pytest.raises(TypeError, match="^x must be a real number or an array of real numbers, got str"):
+        diagonal.log_cosh("abc")
+    with pytest.raises(TypeError, match="^psi must be a real number or an array of real numbers, got dtype complex128"):
+        diagonal.beta_of_psi(np.array([1j]), 0.1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Modular addition
+
+
+def test_harmonic_neurons_accepts_exactly_the_n_its_message_names():
+    """The phases cancel every spurious mode when N divides none of 2, 3, 5, 7, 8, 10, 13, i.e. for
+    N = 6, 9, 11, 12 and every N >= 14; the error message states that rule and N = 13 is refused."""
+    x = dft.template(29, np.arange(14, 0, -1.0))
+    accepted = []
+    for N in range(1, 31):
+        try:
+            modular.harmonic_neurons(x, 1, N=N)
+            accepted.append(N)
+        except ValueError as error:
+            assert str(error).startswith("N must divide none of 2, 3, 5, 7, 8, 10, 13")
+            assert "(N = 6, 9, 11, 12 or N >= 14)" in str(error)
+    assert accepted == [6, 9, 11, 12] + list(range(14, 31))
+    with pytest.raises(ValueError, match="^N must divide none of .* got N = 13$"):
+        modular.harmonic_neurons(x, 1, N=13)

@@ -45,9 +45,9 @@ def test_rescale_time_multiplies_jump_times_and_renames_the_unit(staircase):
     trajectory = Trajectory(np.array([0.0, 1.0, 3.0]), np.array([1.0, 0.7, 0.6]))
     np.testing.assert_array_equal(trajectory.rescale_time(3.0, unit="3t").times, [0.0, 3.0, 9.0])
     for bad in (0.0, -1.0, np.inf, np.nan):
-        with pytest.raises(ValueError, match="factor"):
+        with pytest.raises(ValueError, match="^factor must be a finite positive number"):
             staircase.rescale_time(bad)
-        with pytest.raises(ValueError, match="factor"):
+        with pytest.raises(ValueError, match="^factor must be a finite positive number"):
             trajectory.rescale_time(bad)
 
 
@@ -58,6 +58,21 @@ def test_steps_trace_the_staircase_up_to_t_end(staircase):
     t, loss = staircase.steps(t_end=3.0)
     np.testing.assert_array_equal(t, [0.0, 2.0, 3.0])
     np.testing.assert_array_equal(loss, [1.0, 0.5, 0.5])
+    t, loss = staircase.steps(t_end=1e-9)  # before the first jump: the initial level alone
+    np.testing.assert_array_equal(t, [0.0, 1e-9])
+    np.testing.assert_array_equal(loss, [1.0, 1.0])
+
+
+@pytest.mark.parametrize("t_end", [0.0, -1.0, np.nan, np.inf])
+def test_steps_refuse_a_t_end_that_is_not_a_positive_time(staircase, t_end):
+    with pytest.raises(ValueError, match="^t_end must be a finite positive time"):
+        staircase.steps(t_end)
+
+
+@pytest.mark.parametrize("t_end", ["abc", [1.0], True])
+def test_steps_refuse_a_t_end_that_is_not_a_number(staircase, t_end):
+    with pytest.raises(TypeError, match="^t_end must be a real number"):
+        staircase.steps(t_end)
     t, loss = Staircase([0.0], [0.3], order=[]).steps()
     np.testing.assert_array_equal(t, [0.0, 1.0])
     np.testing.assert_array_equal(loss, [0.3, 0.3])
@@ -116,13 +131,13 @@ def test_trajectory_loss_at_interpolates_linearly():
 
 
 @pytest.mark.parametrize("times, losses, order, message", [
-    ([0.0, 2.0, 1.0], [1.0, 0.5, 0.2], [0, 1], "non-decreasing"),
-    ([0.5, 1.0], [1.0, 0.5], [0], "start at 0"),
-    ([], [], [], "start at 0"),
-    ([0.0, 1.0], [1.0, 0.5, 0.2], [0], "equal length"),
-    ([[0.0, 1.0]], [[1.0, 0.5]], [0], "1-D"),
-    ([0.0, 1.0, 2.0], [1.0, 0.5, 0.2], [0], "order must have one entry per jump"),
-    ([0.0, 1.0], [1.0, 0.5], [0, 1], "order must have one entry per jump"),
+    ([0.0, 2.0, 1.0], [1.0, 0.5, 0.2], [0, 1], "^times must start at 0 and be non-decreasing"),
+    ([0.5, 1.0], [1.0, 0.5], [0], "^times must start at 0"),
+    ([], [], [], "^times must start at 0"),
+    ([0.0, 1.0], [1.0, 0.5, 0.2], [0], r"^times and losses must be 1-D of equal length, got \(2,\) and \(3,\)"),
+    ([[0.0, 1.0]], [[1.0, 0.5]], [0], "^times and losses must be 1-D"),
+    ([0.0, 1.0, 2.0], [1.0, 0.5, 0.2], [0], r"^order must have one entry per jump \(2\), got 1"),
+    ([0.0, 1.0], [1.0, 0.5], [0, 1], r"^order must have one entry per jump \(1\), got 2"),
 ])
 def test_staircase_rejects_inconsistent_inputs(times, losses, order, message):
     with pytest.raises(ValueError, match=message):
@@ -133,3 +148,32 @@ def test_staircase_stores_float_arrays():
     staircase = Staircase([0, 1, 3], [4, 2, 1], order=["a", "b"])
     assert staircase.times.dtype == np.float64 and staircase.losses.dtype == np.float64
     assert staircase.deactivated == [] and staircase.states is None
+
+
+@pytest.mark.parametrize("times, losses, message", [
+    ([0.0, 2.0, 1.0], [1.0, 0.5, 0.2], r"^times must be finite and sorted \(non-decreasing\)"),
+    ([0.0, np.nan, 1.0], [1.0, 0.5, 0.2], "^times must be finite and sorted"),
+    ([], [], r"^times must be a non-empty 1-D array, got shape \(0,\)"),
+    ([[0.0, 1.0]], [[1.0, 0.5]], r"^times must be a non-empty 1-D array, got shape \(1, 2\)"),
+    ([0.0, 1.0], [1.0, 0.5, 0.2], r"^losses must have the shape of times \(2,\), got \(3,\)"),
+    ([0.0, 1.0], [1.0, np.nan], "^losses contains NaN or infinite values"),
+])
+def test_trajectory_rejects_unsorted_times_and_mismatched_losses(times, losses, message):
+    """Unsorted times would make ``loss_at`` and ``compare`` interpolate wrongly without a word."""
+    with pytest.raises(ValueError, match=message):
+        Trajectory(np.array(times), np.array(losses))
+
+
+def test_trajectory_checks_the_shapes_of_params_and_log_norms():
+    times, losses = np.array([0.0, 1.0, 2.0]), np.array([1.0, 0.5, 0.2])
+    with pytest.raises(ValueError, match=r"^params must have shape \(T, H, P\) with T = 3 samples, got \(2, 4, 2\)"):
+        Trajectory(times, losses, params=np.zeros((2, 4, 2)))
+    with pytest.raises(ValueError, match=r"^params must have shape \(T, H, P\)"):
+        Trajectory(times, losses, params=np.zeros((3, 4)))
+    with pytest.raises(ValueError, match=r"^log_norms must have shape \(T, H\) = \(3, 4\), got \(3, 5\)"):
+        Trajectory(times, losses, params=np.zeros((3, 4, 2)), log_norms=np.zeros((3, 5)))
+    with pytest.raises(ValueError, match=r"^log_norms must have shape \(T, H\) = \(3, H\), got \(2, 4\)"):
+        Trajectory(times, losses, log_norms=np.zeros((2, 4)))
+    trajectory = Trajectory(times.tolist(), losses.tolist(), params=np.zeros((3, 4, 2)).tolist(),
+                            log_norms=np.zeros((3, 4)))
+    assert trajectory.times.dtype == np.float64 and trajectory.params.shape == (3, 4, 2)
