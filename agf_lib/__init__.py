@@ -5,7 +5,7 @@ two engines, and one module per setting (``agf_lib.diagonal``, ...).
 """
 
 from . import attention, dft, diagonal, linear, modular, plotting
-from . import groups
+from . import groups, relu
 from .agf import CostStepError, alternating_gradient_flow
 from .flow import gradient_descent, gradient_flow
 from .network import FeedForwardNetwork, TwoLayerNetwork, loss, utility
@@ -28,6 +28,7 @@ __all__ = [
     "diagonal",
     "modular",
     "groups",
+    "relu",
     "linear",
     "plotting",
 ]

@@ -1,0 +1,317 @@
+"""Two-layer ReLU networks: closed-form subgradients, a smoothed surrogate for the kinks, and the
+utility's data-determined maximizers (chapter 08).
+
+A neuron is ``f_i(x; θ_i) = a_i relu(w_iᵀx̃)`` with ``θ_i = (w_i, a_i)``, ``w`` first, and ``x̃ = x``, or
+``x̃ = (x, 1)`` with ``bias=True``: the bias is the last coordinate of ``w_i`` and multiplies a constant
+input, so the neuron stays homogeneous of degree κ = 2 in ``θ_i``.
+
+**Kinks.** Gradient flow of a ReLU network is a differential equation whose right-hand side jumps
+where ``w_iᵀx̃_n`` changes sign. Where the utility's maximizer lies on such a kink (the XOR-like data of
+:func:`xor_data`), a neuron reaches the kink and slides along it (a Filippov sliding mode). An adaptive
+solver then chatters across the kink with ever smaller steps and stalls: measured in chapter 08, the
+generic engines on :class:`ReLUNetwork` do not finish there. The library's answer is the surrogate
+:class:`SmoothReLUNetwork`, with the activation
+
+    σ_ε(w, x̃) = ε‖w‖ · softplus(wᵀx̃ / (ε‖w‖)),     0 ≤ σ_ε − relu(wᵀx̃) ≤ ε‖w‖ log 2,
+
+still homogeneous of degree one in ``w``, so the neuron keeps κ = 2 and every AGF statement applies to
+it unchanged. The kink becomes a layer of width ``ε‖w‖`` in which the flow is smooth but stiff (rates of
+order 1/ε): use ``method="LSODA"`` in :func:`agf_lib.gradient_flow` and in
+:func:`agf_lib.alternating_gradient_flow`, whose stiff switching crosses the layer in a few steps.
+Levels move by ``O(ε)`` and the jump times by less (chapter 08 measures both against small-step
+gradient descent on the true ReLU network, and tests/test_relu.py checks that they shrink with ε).
+
+**Maximizers.** For one output (``c = 1``) and residual ``r``, the utility of a neuron is
+``U(w, a) = a g(w)`` with ``g(w) = E_n[r_n relu(wᵀx̃_n)]``. On the closed cone ``C_P`` of directions with
+activation pattern ``P`` (the samples with ``wᵀx̃_n > 0``), ``g(w) = wᵀv_P`` with the data-determined vector
+``v_P = E_n[1_{n∈P} r_n x̃_n]``: ``U`` is a quadratic form on each piece. Its maximum over the unit
+sphere of ``(w, a)`` on that piece is ``‖Π_{C_P}(±v_P)‖ / 2``, at ``a = ±1/√2`` and ``w`` along the
+projection ``Π_{C_P}(±v_P)`` of ``±v_P`` onto the cone (Moreau's decomposition: the projection is ``v_P`` itself
+when ``v_P`` lies in its own region, and otherwise a point on the region's boundary, a kink).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import nnls
+
+from .network import TwoLayerNetwork, _check_alpha, _check_positive_int, _real_array
+from .results import Staircase
+
+__all__ = [
+    "ReLUNetwork",
+    "SmoothReLUNetwork",
+    "initial_theta",
+    "orthogonal_data",
+    "xor_data",
+    "region_vector",
+    "region_maximum",
+    "activation_patterns",
+    "utility_maximizers",
+    "orthogonal_staircase",
+]
+
+
+def _check_bias(bias):
+    if not isinstance(bias, (bool, np.bool_)):
+        raise TypeError(f"bias must be True or False, got {type(bias).__name__}")
+    return bool(bias)
+
+
+def _lift(X, bias):
+    """Inputs ``x̃``: ``X`` itself, or ``X`` with a column of ones appended (the bias input)."""
+    return np.concatenate([X, np.ones((X.shape[0], 1))], axis=1) if bias else X
+
+
+class ReLUNetwork(TwoLayerNetwork):
+    """``f(x; Θ) = Σ_i a_i relu(w_iᵀx̃)``, rows ``θ_i = (w_i, a_i)`` with ``w_i ∈ R^{d(+1)}`` and ``a_i ∈ R^c``.
+
+    ``bias=True`` appends a constant input 1 to ``x`` (``x̃ = (x, 1)``), so the bias is ``w_i``'s last entry
+    and the neuron stays homogeneous of degree κ = 2. With ``z_in = w_iᵀx̃_n`` and ``m_in = ⟨a_i, r_n⟩`` the
+    utility and its subgradient (``relu'(0) = 0``) are
+
+        U_i = E_n[relu(z_in) m_in],  ∇_{w_i} U_i = E_n[1[z_in > 0] m_in x̃_n],  ∇_{a_i} U_i = E_n[relu(z_in) r_n].
+
+    On data where a neuron slides along a kink the generic engines stall on this network; use
+    :class:`SmoothReLUNetwork` there (see the module docstring).
+    """
+
+    kappa = 2
+
+    def __init__(self, d, H, c=1, *, bias=False):
+        d, H, c = _check_positive_int(d, "d"), _check_positive_int(H, "H"), _check_positive_int(c, "c")
+        self.bias = _check_bias(bias)
+        self.input_dim, self.num_neurons, self.output_dim = d, H, c
+        self.weight_dim = d + int(self.bias)
+        self.num_params = self.weight_dim + c
+        self.neurons_share_inputs = True
+
+    def _activation(self, w, Xt):
+        """``(σ(w_iᵀx̃_n), ∇_w σ(w_iᵀx̃_n) as (coefficient of x̃_n, coefficient of w_i))``, each of shape (H, n)."""
+        z = w @ Xt.T
+        return np.maximum(z, 0.0), (z > 0).astype(float), None
+
+    def neuron_outputs(self, theta, X):
+        w, a = theta[:, : self.weight_dim], theta[:, self.weight_dim :]
+        s = self._activation(w, _lift(X, self.bias))[0]
+        return s[:, :, None] * a[:, None, :]
+
+    def weighted_output(self, phi, X, weights):
+        w, a = phi[:, : self.weight_dim], phi[:, self.weight_dim :]
+        s = self._activation(w, _lift(X, self.bias))[0]
+        return (s * weights[:, None]).T @ a
+
+    def utility_gradient(self, theta, X, residual):
+        n, k = X.shape[0], self.weight_dim
+        Xt = _lift(X, self.bias)
+        w, a = theta[:, :k], theta[:, k:]
+        s, along_x, along_w = self._activation(w, Xt)
+        m = a @ residual.T                                            # (H, n)
+        grad = np.empty_like(theta)
+        grad[:, :k] = (along_x * m) @ Xt / n
+        if along_w is not None:
+            grad[:, :k] += (along_w * m).sum(1)[:, None] * w / n
+        grad[:, k:] = s @ residual / n
+        return (s * m).sum(1) / n, grad
+
+    def initial_theta(self, alpha, seed=0):
+        """See :func:`initial_theta`."""
+        return initial_theta(self, alpha=alpha, seed=seed)
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(d={self.input_dim}, H={self.num_neurons}, c={self.output_dim}, "
+                f"bias={self.bias})")
+
+
+class SmoothReLUNetwork(ReLUNetwork):
+    """The κ = 2 surrogate ``a_i σ_ε(w_i, x̃)`` with ``σ_ε(w, x̃) = ε‖w‖ softplus(wᵀx̃ / (ε‖w‖))``.
+
+    ``σ_ε`` is positively homogeneous of degree one in ``w`` and lies between ``relu(wᵀx̃)`` and
+    ``relu(wᵀx̃) + ε‖w‖ log 2``. With ``u = wᵀx̃/(ε‖w‖)`` and ``s = sigmoid(u)`` its gradient is
+
+        ∇_w σ_ε = s x̃ + ε (softplus(u) − u s) w/‖w‖,
+
+    which enters the utility gradient as in :class:`ReLUNetwork`. Integrate it with ``method="LSODA"``.
+    """
+
+    def __init__(self, d, H, c=1, *, eps=1e-4, bias=False):
+        super().__init__(d, H, c, bias=bias)
+        if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)):
+            raise TypeError(f"eps must be a real number, got {type(eps).__name__}")
+        eps = float(eps)
+        if not (math.isfinite(eps) and 0 < eps <= 1):
+            raise ValueError(f"eps must be in (0, 1], got {eps!r}")
+        self.eps = eps
+
+    def _activation(self, w, Xt):
+        norm = np.sqrt(np.einsum("hp,hp->h", w, w))
+        width = self.eps * np.maximum(norm, 1e-300)[:, None]         # ε‖w‖; a zero w outputs zero below
+        u = (w @ Xt.T) / width
+        soft = np.logaddexp(0.0, u)
+        s = 0.5 * (1.0 + np.tanh(0.5 * u))
+        along_w = self.eps * (soft - u * s) / np.maximum(norm, 1e-300)[:, None]
+        return width * soft * (norm > 0)[:, None], s, along_w
+
+    def __repr__(self):
+        return (f"SmoothReLUNetwork(d={self.input_dim}, H={self.num_neurons}, c={self.output_dim}, "
+                f"eps={self.eps:g}, bias={self.bias})")
+
+
+def initial_theta(network, *, alpha, seed=0):
+    """The paper's initialization for ``network`` (a :class:`ReLUNetwork`): ``w_i ~ N(0, α²/(2k) I_k)`` with
+    ``k = d (+1 with a bias)`` and ``a_i ~ N(0, α²/(2c) I_c)``, so ``E‖θ_i‖² = α²``; seeded. Shape ``(H, P)``."""
+    if not isinstance(network, ReLUNetwork):
+        raise TypeError(f"network must be a ReLUNetwork or SmoothReLUNetwork, got {type(network).__name__}")
+    alpha = _check_alpha(alpha)
+    rng = np.random.default_rng(seed)
+    H, k, c = network.num_neurons, network.weight_dim, network.output_dim
+    w = rng.normal(0.0, alpha / math.sqrt(2 * k), (H, k))
+    a = rng.normal(0.0, alpha / math.sqrt(2 * c), (H, c))
+    return np.concatenate([w, a], axis=1)
+
+
+def orthogonal_data(targets):
+    """Orthogonal inputs ``x = ±e_j``: ``targets`` of length ``2d`` holds ``y(e_1), y(−e_1), y(e_2), ...``.
+
+    Returns ``X`` of shape ``(2d, d)`` (rows ``e_1, −e_1, e_2, −e_2, ...``) and ``y`` of shape ``(2d,)``.
+    """
+    y = _real_array(targets, "targets", "a 1-D array")
+    if y.ndim != 1 or y.size < 2 or y.size % 2:
+        raise ValueError(f"targets must be a 1-D array of even length 2d >= 2, got shape {y.shape}")
+    d = y.size // 2
+    X = np.zeros((2 * d, d))
+    X[0::2] = np.eye(d)
+    X[1::2] = -np.eye(d)
+    return X, y.copy()
+
+
+def xor_data():
+    """The four XOR-like points ``x ∈ {±1}²`` with ``y = x_1 x_2``: every maximizer of the utility lies on a kink."""
+    X = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]])
+    return X, X[:, 0] * X[:, 1]
+
+
+def _check_xr(X, residual, bias):
+    X = _real_array(X, "X")
+    if X.ndim != 2:
+        raise ValueError(f"X must have shape (n, d), got {X.shape}")
+    r = _real_array(residual, "residual")
+    if r.ndim == 2 and r.shape[1] == 1:
+        r = r[:, 0]
+    if r.shape != (X.shape[0],):
+        raise ValueError(f"residual must have shape (n,) or (n, 1) with n = {X.shape[0]}, got {r.shape}")
+    return _lift(X, _check_bias(bias)), r
+
+
+def _check_pattern(pattern, n):
+    P = np.asarray(pattern)
+    if P.shape != (n,) or P.dtype != bool:
+        raise ValueError(f"pattern must be a boolean array of shape ({n},), got {P.dtype} {P.shape}")
+    return P
+
+
+def region_vector(X, residual, pattern, *, bias=False):
+    """``v_P = E_n[1_{n∈P} r_n x̃_n]``: on the activation region ``P``, ``E_n[r_n relu(wᵀx̃_n)] = wᵀv_P``."""
+    Xt, r = _check_xr(X, residual, bias)
+    P = _check_pattern(pattern, Xt.shape[0])
+    return (P * r) @ Xt / Xt.shape[0]
+
+
+def region_maximum(X, residual, pattern, *, bias=False, sign=1):
+    """The largest normalized utility on the closed activation region ``P``, for output weight sign ``sign``.
+
+    Returns ``(value, theta)``: ``value = ‖Π_{C_P}(sign·v_P)‖ / 2`` and the unit maximizer ``theta = (w, a)``
+    with ``a = sign/√2`` and ``w = Π/(√2‖Π‖)``, the projection ``Π`` of ``sign·v_P`` onto the closed cone
+    ``C_P = {w : wᵀx̃_n ≥ 0 (n ∈ P), wᵀx̃_n ≤ 0 (n ∉ P)}``, computed exactly by nonnegative least squares
+    on the polar cone (Moreau). ``theta`` is None when the value is zero.
+    """
+    if sign not in (1, -1):
+        raise ValueError(f"sign must be +1 or -1, got {sign!r}")
+    Xt, r = _check_xr(X, residual, bias)
+    P = _check_pattern(pattern, Xt.shape[0])
+    v = sign * (P * r) @ Xt / Xt.shape[0]
+    polar = -np.where(P, 1.0, -1.0)[:, None] * Xt        # C_P = {w : polar_n · w ≤ 0}
+    lam, _ = nnls(polar.T, v)
+    proj = v - polar.T @ lam
+    size = float(np.linalg.norm(proj))
+    if size <= 1e-14 * max(float(np.linalg.norm(v)), 1e-300):
+        return 0.0, None
+    return size / 2, np.append(proj / (math.sqrt(2) * size), sign / math.sqrt(2))
+
+
+def activation_patterns(X, *, bias=False, num_samples=20000, seed=0):
+    """The activation patterns ``{n : wᵀx̃_n > 0}`` met by ``num_samples`` random directions (seeded), as a
+    boolean array of shape ``(num_patterns, n)``: all regions of the arrangement for small ``n`` and ``d``."""
+    X = _real_array(X, "X")
+    if X.ndim != 2:
+        raise ValueError(f"X must have shape (n, d), got {X.shape}")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
+        raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}")
+    Xt = _lift(X, _check_bias(bias))
+    directions = np.random.default_rng(seed).standard_normal((num_samples, Xt.shape[1]))
+    return np.unique(directions @ Xt.T > 0, axis=0)
+
+
+def utility_maximizers(X, residual, *, bias=False, num_samples=20000, seed=0):
+    """Every region's best point, best first: a list of ``(value, theta, pattern, sign)``.
+
+    Runs :func:`region_maximum` on every pattern of :func:`activation_patterns` and both output signs.
+    The first entry is the global maximum of the normalized utility ``Ū`` over the unit sphere of
+    ``(w, a)`` (for one output); entries whose maximizer lies on a region's boundary also appear under
+    the neighbouring region, and are kept once.
+    """
+    Xt, r = _check_xr(X, residual, bias)
+    found = []
+    for P in activation_patterns(X, bias=bias, num_samples=num_samples, seed=seed):
+        for sign in (1, -1):
+            value, theta = region_maximum(X, r, P, bias=bias, sign=sign)
+            if theta is None:
+                continue
+            if any(np.allclose(theta, other, atol=1e-12) for _, other, _, _ in found):
+                continue
+            found.append((value, theta, P, sign))
+    found.sort(key=lambda item: -item[0])
+    return found
+
+
+def orthogonal_staircase(targets):
+    """AGF's α → 0 staircase on :func:`orthogonal_data` in the rescaled time ``t / log(1/α)``.
+
+    A neuron whose ``a`` has sign ``s`` collects, for each axis ``j``, the one of ``±e_j`` with the larger
+    ``s·y`` if it is positive: ``Ū* = ‖b_s‖ / (2n)`` with ``b_{s,j} = max(s y(e_j), s y(−e_j), 0)``, at
+    ``w ∝ Σ_j b_{s,j} (±e_j)``, and its cost step fits those samples exactly. The inputs are orthogonal,
+    so each sign's group of samples is learned by its own neuron, at its own pace: a neuron of initial
+    norm ``ν`` aligns in a time of order one and activates at ``log(1/ν) / (2Ū*)``, which is
+    ``1/(2Ū*) = n/‖b_s‖`` in units of ``log(1/α)`` as α → 0. Groups are listed in the order they activate;
+    ``order[k-1]`` is ``(sign, indices of the samples fitted)``. Assumes each group gets a neuron
+    (some neuron starts in the region that flows to it, true with probability → 1 as H grows) and that
+    ``targets`` leaves one sample per sign and axis (at most two groups; see ``Raises``).
+
+    Raises
+    ------
+    ValueError if a second neuron of the same sign would be needed (both ``e_j`` and ``−e_j`` with
+    targets of the same sign): the pace of that neuron then depends on the residual left by the first.
+    """
+    X, y = orthogonal_data(targets)
+    n, d = X.shape
+    groups = []
+    for sign in (1, -1):
+        pairs = sign * y.reshape(d, 2)
+        if np.any(np.all(pairs > 0, axis=1)):
+            raise ValueError("targets must not give both e_j and -e_j targets of the same sign (that needs a "
+                             "second neuron of that sign, whose pace depends on the first)")
+        b = np.maximum(pairs.max(1), 0.0)
+        if np.any(b > 0):
+            fitted = tuple(int(2 * j + np.argmax(pairs[j])) for j in range(d) if b[j] > 0)
+            groups.append((n / float(np.linalg.norm(b)), sign, fitted))
+    groups.sort()
+    times, losses, order = [0.0], [0.5 * float(y @ y) / n], []
+    residual = y.copy()
+    for time_, sign, fitted in groups:
+        residual[list(fitted)] = 0.0
+        times.append(time_)
+        losses.append(0.5 * float(residual @ residual) / n)
+        order.append((sign, fitted))
+    return Staircase(np.array(times), np.array(losses), order, time_unit="t/log(1/α)")
