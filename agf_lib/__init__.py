@@ -1,7 +1,8 @@
 """agf_lib: gradient flow and Alternating Gradient Flows (AGF) for two-layer networks.
 
-The public names of the AGF book (see DESIGN.md): the result types, the network abstraction, the
-two engines, and one module per setting (``agf_lib.diagonal``, ...).
+The public names of the AGF book (described on the book's "Library" page, library.md): the result
+types, the network abstraction, the two engines, one module per setting (``agf_lib.diagonal``, ...),
+and the standard problems (``agf_lib.problems``).
 """
 
 from . import attention, dft, diagonal, linear, modular, plotting
@@ -28,6 +29,7 @@ __all__ = [
     "diagonal",
     "modular",
     "groups",
+    "problems",
     "relu",
     "linear",
     "plotting",
