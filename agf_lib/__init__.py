@@ -7,6 +7,7 @@ and the standard problems (``agf_lib.problems``).
 
 from . import attention, dft, diagonal, linear, modular, plotting
 from . import groups, relu
+from . import problems
 from .agf import CostStepError, alternating_gradient_flow
 from .flow import gradient_descent, gradient_flow
 from .network import FeedForwardNetwork, TwoLayerNetwork, loss, utility
