@@ -125,7 +125,7 @@ def _quadratic_utility_phase(field, residual, index, dirs, logn, t_budget, utili
     rate = field.eta * lam                                          # (H, P)
     coef = np.einsum("hpk,hp->hk", V, dirs)                         # (H, P)
     with np.errstate(divide="ignore"):
-        log_c2 = np.log(coef**2)
+        log_c2 = 2.0 * np.log(np.abs(coef))  # not log(coef²): a direction component of 1e-163 squares to zero
 
     def log_norm2(i, t):
         return 2.0 * logn[i] + np.logaddexp.reduce(log_c2[i] + 2.0 * rate[i] * t)
@@ -304,9 +304,7 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     check_solver(cost_method)
     check_max_jumps(max_jumps)
     cost_rtol = check_positive(cost_rtol, "cost_rtol")
-    t_end = float(t_end)
-    if not t_end > 0:
-        raise ValueError(f"t_end must be positive, got {t_end!r}")
+    t_end = check_positive(t_end, "t_end")
     dirs, logn = to_polar(network.to_chart(theta0))
     if float(np.sqrt((theta0**2).sum(1)).max()) >= 1.0:
         raise ValueError("theta0 must have every neuron inside the unit sphere (dormant); use a smaller alpha")

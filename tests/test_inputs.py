@@ -203,7 +203,8 @@ def test_t_end_and_eta_that_are_not_numbers_are_type_errors(network, theta0, dat
         gradient_flow(network, data, theta0, "10")
     for run in (lambda t_end: gradient_flow(network, data, theta0, t_end),
                 lambda t_end: gradient_descent(network, data, theta0, t_end),
-                lambda t_end: diagonal.gradient_flow(*data, 1e-3, t_end)):
+                lambda t_end: diagonal.gradient_flow(*data, 1e-3, t_end),
+                lambda t_end: alternating_gradient_flow(network, data, theta0, t_end=t_end)):
         with pytest.raises(TypeError, match="^t_end must be a real number, got str"):
             run("abc")
     with pytest.raises(TypeError, match="eta must be a real number"):
