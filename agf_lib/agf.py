@@ -189,7 +189,7 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
     ``cost_tol`` within ``max_cost_time``.
     """
     returned = {}
-    g0, elapsed = None, 0.0
+    g0, start_loss, elapsed = None, None, 0.0
     while len(index):
         H = len(index)
 
@@ -208,10 +208,15 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
         if size <= cost_tol * g0:
             return index, dirs, logn, returned
         d_dirs, d_logn = field.velocity(dirs, logn, field.y - field.outputs(dirs, logn, index), index)
-        check = 1.0 / max(float(np.sqrt((d_dirs**2).sum(1) + d_logn**2).max()), 1e-300)
+        speed = float(np.sqrt((d_dirs**2).sum(1) + d_logn**2).max())
+        # the first check after one time unit of the flow's speed, or, after a neuron left, at twice the
+        # time spent so far (the doubling the checks follow anyway)
+        check = min(elapsed + 1.0 / max(speed, 1e-300), 2.0 * elapsed if elapsed else math.inf, max_cost_time)
         solver = _solver(method, lambda t, s: field(s, index), state, math.inf, rtol, field.tolerances(atol, H))
         crossings, vanished = {}, False
-        start_loss = previous_loss = field.loss(dirs, logn, index)
+        previous_loss = field.loss(dirs, logn, index)
+        if start_loss is None:
+            start_loss = previous_loss
         while not vanished:
             before = solver.y[-H:].copy()
             interpolant = _step(solver, f"cost minimization after the jump at t = {jump_time:.6g}")
@@ -237,7 +242,7 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
                     dirs, logn = field.split(solver.y, H)
                     return index, dirs, logn, returned
                 previous_loss = loss
-                check = 2.0 * (elapsed + solver.t)
+                check = min(2.0 * (elapsed + solver.t), max_cost_time)
             if elapsed + solver.t > max_cost_time:
                 raise CostStepError(
                     f"the cost step after the jump at t = {jump_time:.6g} did not converge within max_cost_time = "
