@@ -332,7 +332,8 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
         members = np.nonzero(active)[0]
         return field.loss(dirs[members], logn[members], members)
 
-    with single_thread(network):
+    # Trial steps that overshoot to overflowing norms are rejected by the solvers (see gradient_flow).
+    with single_thread(network), np.errstate(over="ignore", invalid="ignore"):
         grad0 = field.utility_gradient(dirs, logn, y, None)
         grad_scale = max(float(np.sqrt((grad0**2).sum(1)).max()), 1e-300)
         t = 0.0
@@ -372,6 +373,8 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
                 dirs[k], logn[k], active[k] = direction, 0.0, False
             times.append(t)
             losses.append(level())
+            if not (math.isfinite(losses[-1]) and np.all(np.isfinite(logn))):
+                raise FloatingPointError(f"AGF left float64 in the cost step after the jump at t = {t:.6g}")
             order.append(i)
             states.append(snapshot())
             active_sets.append(tuple(int(k) for k in np.nonzero(active)[0]))

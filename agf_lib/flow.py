@@ -291,8 +291,10 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     dirs, logn = to_polar(network.to_chart(theta0))
     field = PolarField(network, X, y, dirs, eta=eta, adaptive_rate=adaptive_rate)
 
-    with single_thread(network), tqdm(total=t_end, disable=not progress, delay=2, desc="gradient flow",
-                                      unit="t") as bar:
+    # A trial step of the solver can overshoot to log-norms whose e^{κℓ} overflows; the velocity there is
+    # inf or NaN and the solver rejects the step. Such steps are silenced; what is kept is checked below.
+    with single_thread(network), np.errstate(over="ignore", invalid="ignore"), \
+            tqdm(total=t_end, disable=not progress, delay=2, desc="gradient flow", unit="t") as bar:
         def rhs(t, state):
             if progress and t > bar.n:
                 bar.update(t - bar.n)
@@ -307,6 +309,8 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
         times = sample_times(t_end, sol.t, num_samples, times)
         states = sol.sol(times)
         losses = field.losses(states)
+        if not (np.all(np.isfinite(states)) and np.all(np.isfinite(losses))):
+            raise FloatingPointError("gradient flow left float64 (a norm overflowed); use a smaller t_end or eta")
         log_norms = states[-H:].T.copy() if record_params else None
         params = np.empty((times.size, H, network.num_params)) if record_params else None
         if record_params:

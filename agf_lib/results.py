@@ -105,7 +105,10 @@ class StaircaseComparison:
             rows.append(f"{k:4d}  {a:11.5g}  {b:13.5g}  {e:11.2e}")
         rows.append("level  staircase ℓ   trajectory    rel. error")
         for k, (a, b, e) in enumerate(zip(self.levels, self.plateau_losses, self.level_errors)):
-            rows.append(f"{k:5d}  {a:11.5g}  {b:11.5g}  {e:11.2e}")
+            if abs(a) <= 1e-12 * abs(self.levels[0]):  # a zero level has no relative error
+                rows.append(f"{k:5d}  {a:11.5g}  {b:11.5g}  abs. {abs(b - a):.1e}")
+            else:
+                rows.append(f"{k:5d}  {a:11.5g}  {b:11.5g}  {e:11.2e}")
         return "\n".join(rows)
 
 
