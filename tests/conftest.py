@@ -1,15 +1,13 @@
-"""Shared test problems: small seeded regressions with known structure.
+"""Shared test problems: small seeded regressions with known structure (the named ones come from
+:mod:`agf_lib.problems`, where the conformance test and the book find them too).
 
 Every problem is float64 and fully determined by its seed, so a failing test reproduces exactly.
 """
 
-import math
-
 import numpy as np
 import pytest
 
-COLUMN_SCALES = (1.0, 0.7, 0.5, 0.35, 0.25)
-
+from agf_lib import problems
 
 def make_regression(seed, n, d, correlation=0.0, noise=0.1):
     """``X`` with AR(1) correlated columns (``corr(x_i, x_j) = correlation^|i−j|``) and decaying scales,
@@ -24,42 +22,38 @@ def make_regression(seed, n, d, correlation=0.0, noise=0.1):
     return X, y
 
 
+def _problem_data(name):
+    """``(X, y)`` of a standard problem of :mod:`agf_lib.problems`, with ``y`` of shape (n,)."""
+    X, y = problems.get(name).data
+    return X.copy(), y[:, 0].copy()
+
+
 @pytest.fixture
 def regression_problem():
-    """The book's standard diagonal regression: n = 20, d = 5, columns scaled by (1, .7, .5, .35, .25),
-    ``β ~ N(0, I)``, ``y = Xβ + 0.1 ε`` (seed 0). Its AGF staircase has five jumps and no deactivation."""
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(20, 5)) * np.array(COLUMN_SCALES)
-    beta = rng.normal(size=5)
-    y = X @ beta + 0.1 * rng.normal(size=20)
-    return X, y
+    """The book's standard diagonal regression (``problems.get("diagonal")``): n = 20, d = 5, columns
+    scaled by (1, .7, .5, .35, .25), ``β ~ N(0, I)``, ``y = Xβ + 0.1 ε`` (seed 0). Its AGF staircase has
+    five jumps and no deactivation."""
+    return _problem_data("diagonal")
 
 
 @pytest.fixture
 def deactivation_problem():
-    """A design in which a coordinate returns to dormancy: ``x_3 ≈ 0.7(x_1 + x_2)`` explains ``y = x_1 + x_2``
-    best on its own, activates first, and is dropped once ``x_1`` and ``x_2`` are both active.
-    Pesme–Flammarion: order (2, 0, 1, 2), ``deactivated = [(), (), (2,), ()]``."""
-    rng = np.random.default_rng(0)
-    Z = rng.normal(size=(30, 3))
-    C = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.7, 0.7, 0.3]])
-    X = Z @ C.T
-    y = X @ np.array([1.0, 1.0, 0.0]) + 0.05 * rng.normal(size=30)
-    return X, y
+    """A design in which a coordinate returns to dormancy (``problems.get("diagonal-dormancy")``):
+    ``x_3 ≈ 0.7(x_1 + x_2)`` explains ``y = x_1 + x_2`` best on its own, activates first, and is dropped
+    once ``x_1`` and ``x_2`` are both active. Pesme–Flammarion: order (2, 0, 1, 2),
+    ``deactivated = [(), (), (2,), ()]``."""
+    return _problem_data("diagonal-dormancy")
 
 
 @pytest.fixture
 def sign_reversal_problem():
-    """Two coordinates with ``Σ_xx = [[1, .8], [.8, 1]]`` and ``Σ_xy = (1, .3)`` exactly (n = 2).
+    """Two coordinates with ``Σ_xx = [[1, .8], [.8, 1]]`` and ``Σ_xy = (1, .3)`` exactly (n = 2;
+    ``problems.get("diagonal-sign-reversal")``).
 
     Coordinate 1 activates at rescaled time 1 with ``s_2 = 0.3``; then the gradient on coordinate 2
     reverses, ``s_2`` runs from 0.3 down to −1 at speed 0.5, and coordinate 2 activates with a negative
     sign at rescaled time 3.6, fitting the data exactly (final loss 0)."""
-    Sigma_xx = np.array([[1.0, 0.8], [0.8, 1.0]])
-    Sigma_xy = np.array([1.0, 0.3])
-    X = math.sqrt(2.0) * np.linalg.cholesky(Sigma_xx).T
-    y = np.linalg.solve(X.T, 2.0 * Sigma_xy)
-    return X, y
+    return _problem_data("diagonal-sign-reversal")
 
 
 @pytest.fixture
