@@ -62,7 +62,7 @@ def _solver(method, fun, state, t_bound, rtol, atol):
 def _step(solver, what):
     solver.step()
     if solver.status == "failed":
-        raise RuntimeError(f"{what} failed at t = {solver.t:.6g}: {solver.message}")
+        raise RuntimeError(f"{what} failed at t = {solver.t:.6g}: {getattr(solver, 'message', 'step size too small')}")
     return solver.dense_output()
 
 
