@@ -22,12 +22,13 @@ import numpy as np
 __all__ = ["TwoLayerNetwork", "FeedForwardNetwork", "as_data", "loss", "utility", "ACTIVATIONS"]
 
 
-def _as_float_array(value, name):
-    """``value`` (NumPy array, list, tuple or torch tensor) as a float64 NumPy array, or a TypeError naming ``name``."""
+def _as_float_array(value, name, expected="a numpy array or torch tensor"):
+    """``value`` (NumPy array, list, tuple or torch tensor) as a float64 NumPy array, or a TypeError naming
+    ``name`` and what was ``expected``."""
     if type(value).__module__.startswith("torch"):
         value = value.detach().cpu().numpy()
     if not isinstance(value, (np.ndarray, list, tuple)):
-        raise TypeError(f"{name} must be a numpy array or torch tensor, got {type(value).__name__}")
+        raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
     value = np.asarray(value)
     if value.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}")
@@ -36,10 +37,8 @@ def _as_float_array(value, name):
 
 def as_data(X, y):
     """Validate a data pair and return float64 arrays ``X`` of shape (n, d) and ``y`` of shape (n, c)."""
-    X, y = _as_float_array(X, "X"), _as_float_array(y, "y")
-    for name, value in (("X", X), ("y", y)):
-        if not np.all(np.isfinite(value)):
-            raise ValueError(f"{name} contains NaN or infinite values")
+    expected = "a numpy array or torch tensor"
+    X, y = _real_array(X, "X", expected=expected), _real_array(y, "y", expected=expected)
     if X.ndim != 2:
         raise ValueError(f"X must have shape (n, d), got {tuple(X.shape)}")
     if y.ndim == 1:
@@ -49,16 +48,9 @@ def as_data(X, y):
     return X, y
 
 
-def _real_array(value, name, what="an array"):
+def _real_array(value, name, what="an array", expected=None):
     """``value`` (array, list, tuple or tensor) as a finite float array; TypeError/ValueError naming ``name``."""
-    if type(value).__module__.startswith("torch"):
-        value = value.detach().cpu().numpy()
-    if not isinstance(value, (np.ndarray, list, tuple)):
-        raise TypeError(f"{name} must be {what} of real numbers, got {type(value).__name__}")
-    value = np.asarray(value)
-    if value.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}")
-    value = value.astype(float)
+    value = _as_float_array(value, name, expected or f"{what} of real numbers")
     if not np.all(np.isfinite(value)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return value
