@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .network import TwoLayerNetwork
+from .network import TwoLayerNetwork, _check_centred
 from .results import Staircase
 
 __all__ = [
@@ -135,12 +135,7 @@ def _check_template(x, G, name="x"):
     x = _numeric_array(x, name)
     if x.shape != (G.order,):
         raise ValueError(f"{name} must be a 1-D template of length |G| = {G.order}, got shape {x.shape}")
-    scale = float(np.abs(x).max())
-    if scale == 0:
-        raise ValueError(f"{name} must be nonzero")
-    if abs(float(x.sum())) > 1e-9 * scale * x.size:
-        raise ValueError(f"{name} must be centred (sum zero); subtract its mean first (sum is {x.sum():.3g})")
-    return x
+    return _check_centred(x, name)
 
 
 def _check_k(k):

@@ -31,7 +31,7 @@ import numpy as np
 
 from .dft import dft, dominant_frequencies, harmonic
 from .flow import check_positive, cubic_escape_scale
-from .network import TwoLayerNetwork, _check_alpha, _check_positive_int, _real_array
+from .network import TwoLayerNetwork, _check_alpha, _check_centred, _check_positive_int, _real_array
 from .results import Staircase
 
 __all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_theta", "utility",
@@ -44,12 +44,7 @@ def check_template(x, name="x"):
     x = _real_array(x, name, "a 1-D array")
     if x.ndim != 1 or x.size < 3 or x.size % 2 == 0:
         raise ValueError(f"{name} must be a 1-D vector of odd length p >= 3, got shape {x.shape}")
-    scale = float(np.abs(x).max())
-    if scale == 0:
-        raise ValueError(f"{name} must be nonzero")
-    if abs(float(x.sum())) > 1e-9 * scale * x.size:
-        raise ValueError(f"{name} must be centred (sum zero); subtract its mean first (sum is {x.sum():.3g})")
-    return x
+    return _check_centred(x, name)
 
 
 def dataset(x):

@@ -56,6 +56,16 @@ def _real_array(value, name, what="an array", expected=None):
     return value
 
 
+def _check_centred(x, name):
+    """A template's own conditions, after its shape is checked: nonzero, and centred (sum zero)."""
+    scale = float(np.abs(x).max())
+    if scale == 0:
+        raise ValueError(f"{name} must be nonzero")
+    if abs(float(x.sum())) > 1e-9 * scale * x.size:
+        raise ValueError(f"{name} must be centred (sum zero); subtract its mean first (sum is {x.sum():.3g})")
+    return x
+
+
 def _check_alpha(alpha):
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating, np.integer)):
         raise TypeError(f"alpha must be a real number, got {type(alpha).__name__}")
