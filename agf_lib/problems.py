@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from . import attention, diagonal, dft, groups, linear, modular
+from . import attention, diagonal, dft, groups, linear, modular, relu
 from .network import TwoLayerNetwork
 from .results import Staircase
 
@@ -181,6 +181,41 @@ def _linear(commuting):
 
 
 # ---------------------------------------------------------------------------------------------
+# ReLU networks (chapter 08), on the smoothed surrogate that lets the engines pass kinks
+
+# LSODA crosses the surrogate's stiff layer at a kink in a few steps; an explicit method stalls there.
+# The cost step's gradient falls to 1e-6 in a fraction of a second; cost_tol = 1e-9 only adds time.
+_RELU_AGF = MappingProxyType({"method": "LSODA", "cost_tol": 1e-6})
+
+
+def _relu(name, description, X, y, limit):
+    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)[:, None]
+    network = relu.SmoothReLUNetwork(X.shape[1], 8, eps=1e-4)
+    init = lambda alpha: network.initial_theta(alpha, seed=0)  # noqa: E731
+    return Problem(
+        name=name, description=description, chapter="08", network=network, data=(X, y), initial_theta=init,
+        closed_form=lambda alpha: limit.rescale_time(math.log(1.0 / _largest_norm(init(alpha))), unit="t"),
+        exact=False, limit=limit, options=_NONE, agf_options=_RELU_AGF, jumps_reproduced=limit.num_jumps,
+        level_outputs=lambda outputs: outputs)
+
+
+def _relu_orthogonal():
+    targets = [3.0, -2.0, 1.5, -1.0]
+    X, y = relu.orthogonal_data(targets)
+    return _relu("relu-orthogonal", "chapter 08's orthogonal data: inputs +-e_1, +-e_2 with targets (3, -2, 1.5, -1), "
+                 "H = 8 smoothed ReLU neurons (eps = 1e-4); one neuron per output sign, aligned then grown",
+                 X, y, relu.orthogonal_staircase(targets))
+
+
+def _relu_xor():
+    magnitudes = (1.0, 0.8, 0.6, 0.4)
+    X, y = relu.xor_data(magnitudes)
+    return _relu("relu-xor", "XOR-like data: x in {+-1}^2, y = m_k x_1 x_2 with m = (1, .8, .6, .4), H = 8 smoothed "
+                 "ReLU neurons (eps = 1e-4); every maximizer on a kink, one sample per jump", X, y,
+                 relu.xor_staircase(magnitudes))
+
+
+# ---------------------------------------------------------------------------------------------
 # κ = 3: attention (chapter 05), modular addition (chapter 06), composition over a group (chapter 09)
 
 
@@ -259,6 +294,8 @@ _BUILDERS = {
     "diagonal-sign-reversal": _diagonal_sign_reversal,
     "linear-commuting": lambda: _linear(commuting=True),
     "linear-noncommuting": lambda: _linear(commuting=False),
+    "relu-orthogonal": _relu_orthogonal,
+    "relu-xor": _relu_xor,
     "attention": _attention,
     "modular": _modular,
     "groups-d3": _groups_d3,

@@ -46,6 +46,7 @@ __all__ = [
     "initial_theta",
     "orthogonal_data",
     "xor_data",
+    "xor_staircase",
     "region_vector",
     "region_maximum",
     "activation_patterns",
@@ -187,10 +188,46 @@ def orthogonal_data(targets):
     return X, y.copy()
 
 
-def xor_data():
-    """The four XOR-like points ``x ∈ {±1}²`` with ``y = x_1 x_2``: every maximizer of the utility lies on a kink."""
+def _check_magnitudes(magnitudes):
+    m = _real_array(magnitudes, "magnitudes", "a 1-D array of 4 positive numbers")
+    if m.shape != (4,) or not np.all(m > 0):
+        raise ValueError(f"magnitudes must be 4 positive numbers, got {np.asarray(magnitudes).tolist()!r}")
+    return m
+
+
+def xor_data(magnitudes=(1.0, 1.0, 1.0, 1.0)):
+    """The four XOR-like points ``x ∈ {±1}²`` (rows ``(1, 1), (1, −1), (−1, 1), (−1, −1)``) with
+    ``y = m_k x_1 x_2``, ``m = magnitudes`` (all ones by default): every maximizer of the utility lies on a
+    kink. Returns ``X`` of shape ``(4, 2)`` and ``y`` of shape ``(4,)``."""
+    m = _check_magnitudes(magnitudes)
     X = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]])
-    return X, X[:, 0] * X[:, 1]
+    return X, m * X[:, 0] * X[:, 1]
+
+
+def xor_staircase(magnitudes=(1.0, 1.0, 1.0, 1.0)):
+    """AGF's α → 0 staircase on :func:`xor_data` in the rescaled time ``t / log(1/α)``.
+
+    Two neighbouring points of the square have targets of opposite signs and two opposite points can
+    never be active together, so a neuron of output sign ``s`` gains most on the kink ray ``w ∝ x_k`` of a
+    sample with ``s y_k > 0``, active on that sample alone: ``Ū* = |y_k| ‖x_k‖ / (2n) = √2 m_k / 8``
+    (:func:`utility_maximizers` finds these points). Its cost step fits that sample and leaves the others,
+    so each sample is learned by its own neuron, at rescaled time ``1/(2Ū*) = 2√2 / m_k``, largest ``m_k``
+    first (ties in index order); each jump lowers the loss by ``m_k² / 8``. ``order[k-1]`` is the index of
+    the sample fitted at jump k, and ``states[k]`` the network's outputs on level k, shape ``(4, 1)``.
+    Assumes each sample gets a neuron (some neuron starts where the flow takes it to that ray).
+    """
+    m = _check_magnitudes(magnitudes)
+    _, y = xor_data(m)
+    order = [int(k) for k in np.argsort(-m, kind="stable")]
+    outputs = np.zeros((4, 1))
+    times, losses, states = [0.0], [0.5 * float(y @ y) / 4], [outputs.copy()]
+    for k in order:
+        outputs[k, 0] = y[k]
+        residual = y - outputs[:, 0]
+        times.append(2 * math.sqrt(2) / float(m[k]))
+        losses.append(0.5 * float(residual @ residual) / 4)
+        states.append(outputs.copy())
+    return Staircase(np.array(times), np.array(losses), order, states=states, time_unit="t/log(1/α)")
 
 
 def _check_xr(X, residual, bias):
@@ -287,7 +324,8 @@ def orthogonal_staircase(targets):
     ``1/(2Ū*) = n/‖b_s‖`` in units of ``log(1/α)`` as α → 0. Groups are listed in the order they activate;
     ``order[k-1]`` is ``(sign, indices of the samples fitted)``. Assumes each group gets a neuron
     (some neuron starts in the region that flows to it, true with probability → 1 as H grows) and that
-    ``targets`` leaves one sample per sign and axis (at most two groups; see ``Raises``).
+    ``targets`` leaves one sample per sign and axis (at most two groups; see ``Raises``). ``states[k]`` holds
+    the network's outputs on level k, shape ``(2d, 1)``: the fitted samples' targets, zero elsewhere.
 
     Raises
     ------
@@ -309,9 +347,11 @@ def orthogonal_staircase(targets):
     groups.sort()
     times, losses, order = [0.0], [0.5 * float(y @ y) / n], []
     residual = y.copy()
+    states = [np.zeros((n, 1))]
     for time_, sign, fitted in groups:
         residual[list(fitted)] = 0.0
         times.append(time_)
         losses.append(0.5 * float(residual @ residual) / n)
         order.append((sign, fitted))
-    return Staircase(np.array(times), np.array(losses), order, time_unit="t/log(1/α)")
+        states.append((y - residual)[:, None])
+    return Staircase(np.array(times), np.array(losses), order, states=states, time_unit="t/log(1/α)")

@@ -36,7 +36,9 @@ pytestmark = pytest.mark.conformance
 ALPHAS = {2: (1e-4, 1e-8), 3: (1e-3, 1e-6)}
 # The return to dormancy at 1e-3 and 1e-6: at 1e-8 the cost step after the second jump raises
 # CostStepError (its gradient stalls at 2.4e-8 of its initial size, cost_tol 1e-9) -- a library issue.
-ALPHAS_OF = {"diagonal-dormancy": (1e-3, 1e-6)}
+ALPHAS_OF = {"diagonal-dormancy": (1e-3, 1e-6), "relu-xor": (1e-6, 1e-12)}
+# relu-xor at 1e-6 and 1e-12: its third and fourth jumps are 1.3 log(1/α) apart, and at 1e-4 gradient
+# flow is still 4.3% of the initial loss above AGF's level in the middle of the plateau between them.
 # Not checked here: at H = 8 neither engine fits the 2-d irrep of D3 whole (AGF settles at 0.116, gradient
 # flow at 0.156, against the closed form's 0.083), and numerical AGF takes 30 s per alpha.
 UNCHECKED = {"groups-d3"}
@@ -56,22 +58,29 @@ EXACT_LEVEL_RTOL = 1e-12
 # AGF's levels against the closed form's, as a fraction of the initial loss: 2e-7 (modular, where the
 # cost step ends with its loss settled to cost_tol² = 1e-6 of its fall), 1e-13 elsewhere.
 LEVEL_TOL = 2e-6
+# The ReLU problems run on the smoothed surrogate (eps = 1e-4): a neuron resting on a kink adds about
+# eps log 2 to the output of the sample on the kink, which shifts relu-xor's levels by up to 6.3e-5
+# (measured); relu-orthogonal has no neuron on a kink and meets LEVEL_TOL.
+LEVEL_TOL_OF = {"relu-xor": 2e-4}
 # The function computed on each level against the closed form's, ‖f − f_k‖ / ‖y‖: 2.8e-4 (modular at
-# α = 1e-6), 4e-7 for the linear problems, 2e-8 elsewhere.
+# α = 1e-6), 6.7e-5 (relu-xor: the surrogate's offset on kink samples), 4e-7 for the linear problems and
+# relu-orthogonal, 2e-8 elsewhere.
 OUTPUT_TOL = 2e-3
 # Jump times against the α → 0 limit: the gap is of order 1/log(1/α) (a neuron leaves an initial norm
 # that is not exactly α, and aligns in a time of order one). Measured error × log(1/α): 1.07 (linear,
-# commuting), 1.34 (attention), 1.1 (modular); the bound is twice the largest.
+# commuting), 1.34 (attention), 1.1 (modular), 1.09 (relu-xor), 0.10 (relu-orthogonal); the bound is
+# twice the largest.
 LIMIT_TIME_C = 2.7
 # Gradient flow against AGF, error × log(1/α): 1.45 (linear, commuting, fourth jump), 0.72 (diagonal),
-# 0.77 (attention), 0.37 (modular).
+# 0.77 (attention), 0.37 (modular), 0.99 (relu-xor, fourth jump), 0.44 (relu-orthogonal).
 GF_TIME_C = 3.0
 # Gradient flow's plateaus (at the middle of AGF's) against AGF's levels, as a fraction of the initial
 # loss: at the larger α up to 2.4e-2 (attention's first plateau), 1.8e-2 (diagonal-dormancy's third);
 # at the smaller α up to 3.7e-3 (diagonal-dormancy's third), 8.3e-4 (attention), 4.6e-4 (linear).
+# The ReLU problems: 1.6e-2 and 9.1e-4 (relu-xor), 6.5e-3 and 4.2e-4 (relu-orthogonal).
 GF_LEVEL_TOL = {0: 4e-2, 1: 6e-3}
 # Error ratios between the two α: for an error c/log(1/α) the ratio is log(1/α_small)/log(1/α_large)
-# = 2. Measured: 1.84 to 2.06 for every timed jump but one, 7.3 for diagonal-dormancy's first (its error
+# = 2. Measured: 1.84 to 2.06 for every timed jump but one (1.93 to 2.01 on the ReLU problems), 7.3 for diagonal-dormancy's first (its error
 # falls faster than 1/log(1/α)). The band is two-sided: at least the 1/log(1/α) rate, at most 8.
 RATIO_BAND = (1.5, 8.0)
 
@@ -151,7 +160,8 @@ def test_agf_learns_the_closed_form_levels_in_order(name, index, alpha):
     X, y = problem.data
     scale = reference.losses[0]
     assert np.all(np.isfinite(comparison.trajectory_jump_times)), "AGF missed a jump of the closed form"
-    np.testing.assert_allclose(comparison.plateau_losses, reference.losses, rtol=0, atol=LEVEL_TOL * scale)
+    level_tol = LEVEL_TOL_OF.get(name, LEVEL_TOL)
+    np.testing.assert_allclose(comparison.plateau_losses, reference.losses, rtol=0, atol=level_tol * scale)
     # what is learned: on each level, the active neurons compute the closed form's function
     bounds = np.concatenate([[0.0], comparison.trajectory_jump_times, [np.inf]])
     for k in range(reference.num_jumps + 1):

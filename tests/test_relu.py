@@ -1,5 +1,5 @@
 """Specifications of `agf_lib.relu`: closed-form (sub)gradients, homogeneity, the smoothed surrogate and
-its limit ε → 0, the data-determined utility maximizers, and the orthogonal-data staircase."""
+its limit ε → 0, the data-determined utility maximizers, and the orthogonal-data and XOR-like staircases."""
 
 import math
 
@@ -103,6 +103,28 @@ def test_orthogonal_staircase_levels_and_rescaled_jump_times_in_closed_form():
     np.testing.assert_allclose(staircase.losses, [16.25 / 8, 5 / 8, 0.0], rtol=1e-15)
     np.testing.assert_allclose(staircase.times, [0.0, 4 / math.hypot(3, 1.5), 4 / math.hypot(2, 1)], rtol=1e-15)
     assert staircase.order == [(1, (0, 2)), (-1, (1, 3))]
+    # each level's outputs: the fitted samples' targets, zero elsewhere
+    np.testing.assert_array_equal(np.hstack(staircase.states), [[0, 3, 3], [0, 0, -2], [0, 1.5, 1.5], [0, 0, -1]])
+
+
+def test_xor_staircase_takes_one_sample_per_jump_at_the_maximizers_utility():
+    magnitudes = [1.0, 0.8, 0.6, 0.4]
+    X, y = relu.xor_data(magnitudes)
+    np.testing.assert_array_equal(y, [1.0, -0.8, -0.6, 0.4])
+    staircase = relu.xor_staircase(magnitudes)
+    # the four best points of the utility, one per sample, each on a kink: values sqrt(2) m_k / 8
+    best = relu.utility_maximizers(X, y)[:4]
+    np.testing.assert_allclose([value for value, *_ in best], math.sqrt(2) * np.array(magnitudes) / 8, rtol=1e-14)
+    np.testing.assert_allclose(staircase.times[1:], [1 / (2 * value) for value, *_ in best], rtol=1e-14)
+    # level k: the samples not yet fitted, 0.5 E[y^2] over them
+    levels = [np.sum(np.square(magnitudes[k:])) / 8 for k in range(5)]
+    np.testing.assert_allclose(staircase.losses, levels, rtol=1e-15, atol=1e-17)
+    assert staircase.order == [0, 1, 2, 3]
+    np.testing.assert_array_equal(staircase.states[2].ravel(), [1.0, -0.8, 0.0, 0.0])
+    # equal magnitudes: the chapter's XOR, four jumps at the same rescaled time 2 sqrt(2)
+    equal = relu.xor_staircase()
+    np.testing.assert_allclose(equal.times[1:], 2 * math.sqrt(2), rtol=1e-15)
+    np.testing.assert_allclose(equal.losses, [0.5, 0.375, 0.25, 0.125, 0.0], rtol=1e-15)
 
 
 def test_agf_on_orthogonal_data_matches_the_closed_form():
@@ -189,6 +211,8 @@ def test_surrogate_approaches_relu_descent_as_eps_vanishes():
         (lambda: relu.orthogonal_data([1.0, 2.0, 3.0]), ValueError, "targets must be a 1-D array of even length"),
         (lambda: relu.orthogonal_data([1.0, np.nan]), ValueError, "targets contains NaN"),
         (lambda: relu.orthogonal_staircase([1.0, 2.0]), ValueError, "targets must not give both"),
+        (lambda: relu.xor_data([1.0, 0.5, 0.0, 1.0]), ValueError, "magnitudes must be 4 positive numbers"),
+        (lambda: relu.xor_staircase([1.0, 2.0]), ValueError, "magnitudes must be 4 positive numbers"),
         (lambda: relu.region_vector(np.eye(2), [1.0, 2.0, 3.0], [True, False]), ValueError, "residual must have"),
         (lambda: relu.region_vector(np.eye(2), [1.0, 2.0], [1, 0]), ValueError, "pattern must be a boolean"),
         (lambda: relu.region_maximum(np.eye(2), [1.0, 2.0], np.array([True, False]), sign=0), ValueError,
