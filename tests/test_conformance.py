@@ -80,8 +80,8 @@ GF_TIME_C = 3.0
 # The ReLU problems: 1.6e-2 and 9.1e-4 (relu-xor), 6.5e-3 and 4.2e-4 (relu-orthogonal).
 GF_LEVEL_TOL = {0: 4e-2, 1: 6e-3}
 # Error ratios between the two α: for an error c/log(1/α) the ratio is log(1/α_small)/log(1/α_large)
-# = 2. Measured: 1.84 to 2.06 for every timed jump but one (1.93 to 2.01 on the ReLU problems), 7.3 for diagonal-dormancy's first (its error
-# falls faster than 1/log(1/α)). The band is two-sided: at least the 1/log(1/α) rate, at most 8.
+# = 2. Measured: 1.84 to 2.06 for every timed jump but one (1.93 to 2.01 on the ReLU problems), 7.3
+# for diagonal-dormancy's first (its error falls faster than 1/log(1/α)). The band is two-sided: at least the 1/log(1/α) rate, at most 8.
 RATIO_BAND = (1.5, 8.0)
 
 NONCOMMUTING = ("the generic AGF engine activates neurons, not the orthonormal basis vectors of chapter 04's "
