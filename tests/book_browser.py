@@ -117,6 +117,14 @@ LATE_PROBE = """<script>
         displayed_width: image.getBoundingClientRect().width
       };
     });
+    // code and printed output wider than their block: lines cut off (they scroll sideways inside it)
+    var wide_code = [];
+    Array.prototype.forEach.call(article.querySelectorAll("div.cell_input pre, div.cell_output pre"), function (pre) {
+      if (pre.clientWidth > 0 && pre.scrollWidth > pre.clientWidth + 1) {
+        var line = (pre.textContent || "").split("\\n").reduce(function (a, b) { return b.length > a.length ? b : a; }, "");
+        wide_code.push(pre.scrollWidth + " px in " + pre.clientWidth + " px: " + line.trim().slice(0, 80));
+      }
+    });
     var remote = performance.getEntriesByType("resource").map(function (entry) { return entry.name; })
       .filter(function (name) { return !/^(file|data|blob|about):/.test(name); });
     var result = {
@@ -126,6 +134,7 @@ LATE_PROBE = """<script>
       viewport: viewport,
       scroll_width: document.documentElement.scrollWidth,
       column_width: article.getBoundingClientRect().width,
+      wide_code: wide_code,
       overflow: overflow.concat(overlaps)
     };
     // In a narrow frame (see measure_page), the report goes to the top document, which Chromium dumps.
