@@ -34,7 +34,6 @@ from scipy.optimize import minimize
 import agf_lib
 from agf_lib import attention
 from agf_lib.attention import LinearAttentionNetwork
-from agf_lib.network import TwoLayerNetwork
 
 ROOT27 = 3.0 * math.sqrt(3.0)  # the maximum of V·KᵀQ-type cubic forms on the unit sphere is 1/(3√3)
 
