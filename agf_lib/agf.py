@@ -36,17 +36,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
 from scipy.optimize import brentq
 
-from .flow import (PolarField, check_max_jumps, check_network, check_positive, check_solver, pack, single_thread,
-                   to_polar, unpack_data)
+from .flow import (SOLVER_CLASSES, PolarField, check_max_jumps, check_network, check_positive, check_solver, pack,
+                   single_thread, to_polar, unpack_data)
 from .results import Staircase
 
 __all__ = ["alternating_gradient_flow", "CostStepError"]
-
-
-METHODS = {"DOP853": DOP853, "RK45": RK45, "RK23": RK23, "Radau": Radau, "BDF": BDF, "LSODA": LSODA}
 
 
 class CostStepError(RuntimeError):
@@ -56,7 +52,7 @@ class CostStepError(RuntimeError):
 def _solver(method, fun, state, t_bound, rtol, atol):
     """A SciPy ODE solver object, stepped by hand: one solver per phase, so that checks made between
     steps (the gradient every so often, the norms after every step) cost no restart."""
-    return METHODS[method](fun, 0.0, state, t_bound, rtol=rtol, atol=atol)
+    return SOLVER_CLASSES[method](fun, 0.0, state, t_bound, rtol=rtol, atol=atol)
 
 
 def _step(solver, what):

@@ -107,14 +107,19 @@ def log_cosh(x):
     return x + np.log1p(np.exp(-2.0 * x)) - math.log(2.0)
 
 
-def _real_values(value, name):
-    """``value`` as a float array; TypeError naming ``name`` for anything that is not real numbers."""
+def _numbers(value, name, expected):
+    """``value`` as an array of real numbers (its dtype kept); TypeError naming ``name`` and ``expected``."""
     if isinstance(value, (str, bytes)) or value is None:
-        raise TypeError(f"{name} must be a real number or an array of real numbers, got {type(value).__name__}")
+        raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
     value = np.asarray(value)
     if value.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be a real number or an array of real numbers, got dtype {value.dtype}")
-    return value.astype(float)
+        raise TypeError(f"{name} must be {expected}, got dtype {value.dtype}")
+    return value
+
+
+def _real_values(value, name):
+    """``value`` as a float array; TypeError naming ``name`` for anything that is not real numbers."""
+    return _numbers(value, name, "a real number or an array of real numbers").astype(float)
 
 
 # β = α² sinh 2ψ is a float64 only while its log, 2 log α + 2|ψ| − log 2, stays below this
@@ -205,11 +210,7 @@ ZERO_TOL·‖y‖`` (``x_i`` the i-th column of X). Such a coefficient is set to
 
 
 def _check_signs(signs, d):
-    if isinstance(signs, (str, bytes)) or signs is None:
-        raise TypeError(f"signs must be an array of -1, 0 and +1, got {type(signs).__name__}")
-    signs = np.asarray(signs)
-    if signs.dtype.kind not in "biuf":
-        raise TypeError(f"signs must be an array of -1, 0 and +1, got dtype {signs.dtype}")
+    signs = _numbers(signs, "signs", "an array of -1, 0 and +1")
     if signs.shape != (d,):
         raise ValueError(f"signs must have shape (d,) = ({d},), one entry per column of X, got {signs.shape}")
     if not np.all(np.isin(signs, (-1, 0, 1))):

@@ -37,7 +37,7 @@ import contextlib
 import math
 
 import numpy as np
-from scipy.integrate import solve_ivp
+from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau, solve_ivp
 from tqdm import tqdm
 
 from .network import TwoLayerNetwork
@@ -45,7 +45,9 @@ from .results import Trajectory
 
 __all__ = ["gradient_flow", "gradient_descent", "SOLVERS"]
 
-SOLVERS = ("DOP853", "RK45", "RK23", "Radau", "BDF", "LSODA")
+# the methods of scipy.integrate.solve_ivp, by name; AGF steps their classes by hand
+SOLVER_CLASSES = {"DOP853": DOP853, "RK45": RK45, "RK23": RK23, "Radau": Radau, "BDF": BDF, "LSODA": LSODA}
+SOLVERS = tuple(SOLVER_CLASSES)
 
 
 def uses_autograd(network):
@@ -54,14 +56,14 @@ def uses_autograd(network):
 
 
 @contextlib.contextmanager
-def single_thread(network=None):
+def single_thread(network):
     """Run torch on one thread while ``network`` uses the autograd fallback, restoring the caller's setting.
 
     The fallback evaluates tiny tensors thousands of times; a thread pool only adds overhead there, and
     under load (two pytest workers on two cores) it made one AGF run 8× slower. Networks with closed
     forms never touch torch, and torch is not imported for them.
     """
-    if network is None or not uses_autograd(network):
+    if not uses_autograd(network):
         yield
         return
     import torch
