@@ -205,22 +205,3 @@ def measure_page(chromium, page, width, height, profile_dir, timeout_s=120):
             report["errors"].append(f"{message} at {source}")
     report["dom"] = dom[: found.start()]
     return report
-
-
-def screenshot(chromium, page, width, height, out_png, profile_dir, timeout_s=120):
-    """Save a screenshot of ``page`` at ``width`` × ``height`` CSS px (for looking at, not for tests)."""
-    page = Path(page)
-    frame = page.with_name(f".shot-frame-{width}-{page.name}")
-    if width < MIN_WINDOW_WIDTH:
-        frame.write_text(FRAME_PAGE.format(src=page.name, width=width, height=height), encoding="utf-8")
-        target, window = frame, (MIN_WINDOW_WIDTH, height)
-    else:
-        target, window = page, (width, height)
-    try:
-        subprocess.run(
-            [chromium, *[flag for flag in FLAGS if flag != "--dump-dom"], f"--window-size={window[0]},{window[1]}",
-             f"--user-data-dir={profile_dir}", f"--screenshot={out_png}", target.as_uri()],
-            stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s, check=True,
-        )
-    finally:
-        frame.unlink(missing_ok=True)
