@@ -38,9 +38,10 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-from .flow import (SOLVER_CLASSES, PolarField, check_max_jumps, check_network, check_positive, check_solver, pack,
+from .flow import (SOLVER_CLASSES, PolarField, check_max_jumps, check_network, check_solver, pack,
                    single_thread, to_polar, unpack_data)
 from .results import Staircase
+from .validation import check_positive
 
 __all__ = ["alternating_gradient_flow", "CostStepError"]
 
@@ -305,7 +306,7 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     check_solver(cost_method)
     check_max_jumps(max_jumps)
     cost_rtol = check_positive(cost_rtol, "cost_rtol")
-    t_end = check_positive(t_end, "t_end")
+    t_end = check_positive(t_end, "t_end", finite=False)
     dirs, logn = to_polar(network.to_chart(theta0))
     if float(np.sqrt((theta0**2).sum(1)).max()) >= 1.0:
         raise ValueError("theta0 must have every neuron inside the unit sphere (dormant); use a smaller alpha")

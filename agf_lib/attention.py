@@ -31,9 +31,10 @@ import math
 
 import numpy as np
 
-from .flow import check_positive, cubic_escape_scale
-from .network import TwoLayerNetwork, _check_alpha, _check_positive_int, _real_array
+from .escape import escape_times
+from .network import TwoLayerNetwork
 from .results import Staircase
+from .validation import real_array, check_positive, check_int
 
 __all__ = ["LinearAttentionNetwork", "check_covariance", "population_moments", "population_data", "population_loss",
            "optimal_map", "sample_prompts", "pcr_staircase", "initial_theta"]
@@ -41,7 +42,7 @@ __all__ = ["LinearAttentionNetwork", "check_covariance", "population_moments", "
 
 def check_covariance(Sigma, name="Sigma"):
     """Validate a symmetric positive definite ``d × d`` covariance; return it as a float array."""
-    Sigma = _real_array(Sigma, name, "a square array")
+    Sigma = real_array(Sigma, name, "a square array")
     if Sigma.ndim != 2 or Sigma.shape[0] != Sigma.shape[1] or Sigma.shape[0] < 1:
         raise ValueError(f"{name} must be a square d x d matrix, got shape {Sigma.shape}")
     if not np.allclose(Sigma, Sigma.T, rtol=1e-10, atol=1e-12 * np.abs(Sigma).max()):
@@ -52,7 +53,7 @@ def check_covariance(Sigma, name="Sigma"):
 
 
 def _check_context(N):
-    return _check_positive_int(N, "N")
+    return check_int(N, "N")
 
 
 def _context_second_moment(Sigma, N):
@@ -74,8 +75,8 @@ class LinearAttentionNetwork(TwoLayerNetwork):
     neurons_share_inputs = True
 
     def __init__(self, d, H):
-        self.d = _check_positive_int(d, "d")
-        self.num_neurons = _check_positive_int(H, "H")
+        self.d = check_int(d, "d")
+        self.num_neurons = check_int(H, "H")
         self.input_dim, self.output_dim, self.num_params = self.d * self.d, 1, 1 + 2 * self.d
 
     def _split(self, theta):
@@ -99,7 +100,7 @@ class LinearAttentionNetwork(TwoLayerNetwork):
 
     def product(self, theta):
         """The map ``M = Σ_h V_h K_h Q_hᵀ`` (shape ``(d, d)``), or a stack for a stack of snapshots."""
-        theta = _real_array(theta, "theta")
+        theta = real_array(theta, "theta")
         if theta.shape[-2:] != (self.num_neurons, self.num_params):
             raise ValueError(f"theta must have shape (..., {self.num_neurons}, {self.num_params}), got {theta.shape}")
         d = self.d
@@ -116,7 +117,7 @@ class LinearAttentionNetwork(TwoLayerNetwork):
 def initial_theta(d, H, alpha, seed=0):
     """Small random heads, seeded: every entry of ``(V_h, K_h, Q_h)`` is ``N(0, α²/(1 + 2d))``, so
     ``E‖θ_h‖² = α²``. Returns an array of shape ``(H, 1 + 2d)``."""
-    d, H, alpha = _check_positive_int(d, "d"), _check_positive_int(H, "H"), _check_alpha(alpha)
+    d, H, alpha = check_int(d, "d"), check_int(H, "H"), check_positive(alpha, "alpha")
     rng = np.random.default_rng(seed)
     return rng.standard_normal((H, 1 + 2 * d)) * (alpha / math.sqrt(1 + 2 * d))
 
@@ -151,7 +152,7 @@ def population_data(Sigma, N):
 def population_loss(M, Sigma, N):
     """``L(M) = ½ tr Σ − N⟨M, Σ²⟩ + ½ tr(Mᵀ E[S²] M Σ)`` for a map ``M`` (shape (d, d) or (..., d, d))."""
     Sigma, N = check_covariance(Sigma), _check_context(N)
-    M = _real_array(M, "M")
+    M = real_array(M, "M")
     d = Sigma.shape[0]
     if M.shape[-2:] != (d, d):
         raise ValueError(f"M must have shape (..., {d}, {d}), got {M.shape}")
@@ -172,7 +173,7 @@ def sample_prompts(Sigma, N, num_prompts, seed=0):
     ``(num_prompts, d²)`` (``Φ = (Σ_n y_n x_n) x_qᵀ``) and ``y`` of shape ``(num_prompts, 1)``.
     """
     Sigma, N = check_covariance(Sigma), _check_context(N)
-    num_prompts = _check_positive_int(num_prompts, "num_prompts")
+    num_prompts = check_int(num_prompts, "num_prompts")
     d = Sigma.shape[0]
     rng = np.random.default_rng(seed)
     root = np.linalg.cholesky(Sigma)
@@ -204,11 +205,11 @@ def pcr_staircase(Sigma, N, initial_norm=None, eta=1.0, adaptive_rate=False):
     trace = float(np.trace(Sigma))
     gains = 0.5 * N * eigenvalues**2 / (trace + (N + 1) * eigenvalues)
     losses = 0.5 * trace - np.concatenate([[0.0], np.cumsum(gains)])
-    rates = 3.0 * eta * N * eigenvalues**2 / (3.0 * math.sqrt(3.0))
-    scale, unit = cubic_escape_scale(initial_norm, adaptive_rate, "head")
+    times, unit = escape_times(N * eigenvalues**2 / (3.0 * math.sqrt(3.0)), kappa=3, initial_norm=initial_norm,
+                               eta=eta, adaptive_rate=adaptive_rate, unit_name="head")
     states, M = [np.zeros((Sigma.shape[0],) * 2)], np.zeros((Sigma.shape[0],) * 2)
     for lam, v in zip(eigenvalues, vectors.T):
         M = M + np.outer(v, v) / (trace + (N + 1) * lam)
         states.append(M.copy())
-    return Staircase(np.concatenate([[0.0], scale / rates]), losses, list(range(Sigma.shape[0])), states=states,
+    return Staircase(np.concatenate([[0.0], times]), losses, list(range(Sigma.shape[0])), states=states,
                      time_unit=unit)

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .network import _check_positive_int
+from .validation import check_int
 
 __all__ = ["dft", "frequencies", "power_spectrum", "dominant_frequencies", "harmonic", "template", "relabel"]
 
@@ -43,7 +43,7 @@ def dft(u):
 
 def frequencies(p):
     """The frequencies ``0, 1, …, ⌊p/2⌋``: one representative of each pair ``±k`` of Z/p."""
-    return np.arange(_check_positive_int(p, "p") // 2 + 1)
+    return np.arange(check_int(p, "p") // 2 + 1)
 
 
 def power_spectrum(u):
@@ -79,7 +79,7 @@ def harmonic(p, k, amplitude=1.0, phase=0.0):
 
     For ``0 < k < p/2`` its transform is ``(p·amplitude/2) e^{±i·phase}`` at ``±k`` and zero elsewhere.
     """
-    p = _check_positive_int(p, "p")
+    p = check_int(p, "p")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"k must be an integer frequency, got {type(k).__name__}")
     j = np.arange(p)
@@ -92,7 +92,7 @@ def template(p, magnitudes, phases=None, seed=0):
     ``phases[k−1]`` is the phase of ``x̂[k]``; when omitted the phases are drawn uniformly with ``seed``.
     ``x̂[0] = 0`` (centred), and conjugate symmetry fixes ``x̂[−k]``.
     """
-    p = _check_positive_int(p, "p")
+    p = check_int(p, "p")
     if p % 2 == 0 or p < 3:
         raise ValueError(f"p must be odd and at least 3, got {p}")
     half = (p - 1) // 2

@@ -22,9 +22,10 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import lsq_linear
 
-from .flow import check_max_jumps, check_num_samples, check_positive, check_solver, sample_times
-from .network import TwoLayerNetwork, _check_alpha, _check_positive_int, as_data
+from .flow import check_max_jumps, check_num_samples, check_solver, sample_times
+from .network import TwoLayerNetwork, as_data
 from .results import Staircase, Trajectory
+from .validation import check_positive, check_int
 
 __all__ = ["DiagonalLinearNetwork", "initial_theta", "agf", "pesme_flammarion", "activation_threshold",
            "sign_constrained_least_squares", "gradient_flow", "beta_of_psi", "log_cosh"]
@@ -39,7 +40,7 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
     quadratic_utility = True
 
     def __init__(self, d):
-        self.input_dim = self.num_neurons = _check_positive_int(d, "d")
+        self.input_dim = self.num_neurons = check_int(d, "d")
 
     def neuron_outputs(self, theta, X):
         return ((theta[:, 0] * theta[:, 1])[:, None] * X.T)[:, :, None]
@@ -82,8 +83,8 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
 
 def initial_theta(d, alpha):
     """The paper's initialization for diagonal networks: ``u = √2 α``, ``v = 0``; shape ``(d, 2)``."""
-    alpha = _check_alpha(alpha)
-    theta = np.zeros((_check_positive_int(d, "d"), 2))
+    alpha = check_positive(alpha, "alpha")
+    theta = np.zeros((check_int(d, "d"), 2))
     theta[:, 0] = math.sqrt(2.0) * alpha
     return theta
 
@@ -94,7 +95,7 @@ def activation_threshold(alpha):
     With ``x = −log(2α²)``, ``arccosh(eˣ) = x + log(1 + √(1 − e^{−2x}))``. As α → 0,
     ``ψ*(α) = log(1/α) + o(1)``.
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_positive(alpha, "alpha")
     x = -math.log(2.0) - 2.0 * math.log(alpha)
     if x <= 0:
         raise ValueError(f"alpha must be below 1/√2 (initial neurons inside the unit sphere), got {alpha!r}")
@@ -140,7 +141,7 @@ def beta_of_psi(psi, alpha):
 
     Raises OverflowError where ``|β|`` exceeds the largest float64 (``2 log α + 2|ψ| − log 2 > 709.78``).
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_positive(alpha, "alpha")
     psi = _real_values(psi, "psi")
     exponent = _log_abs_beta(psi, math.log(alpha))
     if np.any(exponent > _LOG_FLOAT_MAX):
@@ -159,7 +160,7 @@ def gradient_flow(X, y, alpha, t_end, *, method="DOP853", rtol=1e-10, atol=1e-12
     :func:`agf_lib.gradient_flow`. Sampling options as there. Returns a :class:`Trajectory` in GF time; with
     ``record_params`` its ``params[k]`` holds ``(u_i, v_i)`` and ``log_norms`` holds ``log‖θ_i‖``.
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_positive(alpha, "alpha")
     t_end = check_positive(t_end, "t_end")
     check_solver(method)
     check_num_samples(num_samples)

@@ -42,6 +42,7 @@ from tqdm import tqdm
 
 from .network import TwoLayerNetwork
 from .results import Trajectory
+from .validation import check_positive
 
 __all__ = ["gradient_flow", "gradient_descent", "SOLVERS"]
 
@@ -82,28 +83,6 @@ def check_solver(method):
     return method
 
 
-def check_positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not value > 0 or math.isnan(value):
-        raise ValueError(f"{name} must be positive, got {value!r}")
-    return value
-
-
-def cubic_escape_scale(initial_norm, adaptive_rate, unit_name="neuron"):
-    """``(scale, time_unit)`` for κ = 3 escape times ``τ = scale / (3ηŪ)`` (e.g. the paper's Eqs. 7 and 9).
-
-    A κ = 3 neuron of initial norm ``ν`` and constant normalized utility ``Ū`` reaches norm one at
-    ``(1/ν − 1)/(3ηŪ)``, or at ``log(1/ν)/(3ηŪ)`` with the adaptive rate ``η‖θ‖^{−1}``. Without
-    ``initial_norm`` the scale is 1, for the ν → 0 limits in the rescaled units ``t·α`` or ``t/log(1/α)``.
-    """
-    if initial_norm is None:
-        return 1.0, ("t/log(1/α)" if adaptive_rate else "t·α")
-    nu = check_positive(initial_norm, "initial_norm")
-    if nu >= 1:
-        raise ValueError(f"initial_norm must be below one (a dormant {unit_name}), got {initial_norm!r}")
-    return (math.log(1.0 / nu) if adaptive_rate else 1.0 / nu - 1.0), "t"
 
 
 def check_max_jumps(max_jumps):

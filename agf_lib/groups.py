@@ -63,8 +63,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .network import TwoLayerNetwork, _check_centred
+from .escape import escape_times
+from .network import TwoLayerNetwork
 from .results import Staircase
+from .validation import real_array, check_positive, check_int, check_centred
 
 __all__ = [
     "FiniteGroup", "cyclic", "dihedral", "alternating4", "symmetric4", "quaternion", "product",
@@ -82,21 +84,8 @@ _MAX_DATASET_ENTRIES = 2e8
 # input validation
 
 
-def _check_int(value, name, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
-    return int(value)
 
 
-def _check_positive_real(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite positive number, got {value!r}")
-    return value
 
 
 def _check_group(G, name="G"):
@@ -105,26 +94,11 @@ def _check_group(G, name="G"):
     return G
 
 
-def _numeric_array(value, name, complex_ok=False):
-    """``value`` as a finite float (or complex) NumPy array; TypeError/ValueError naming ``name``."""
-    if type(value).__module__.startswith("torch"):
-        value = value.detach().cpu().numpy()
-    if not isinstance(value, (np.ndarray, list, tuple)):
-        raise TypeError(f"{name} must be an array of {'numbers' if complex_ok else 'real numbers'}, "
-                        f"got {type(value).__name__}")
-    value = np.asarray(value)
-    kinds = "biufc" if complex_ok else "biuf"
-    if value.dtype.kind not in kinds:
-        raise TypeError(f"{name} must hold {'numbers' if complex_ok else 'real numbers'}, got dtype {value.dtype}")
-    value = value.astype(complex if value.dtype.kind == "c" else float)
-    if not np.all(np.isfinite(value)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return value
 
 
 def _check_functions(u, G, name="u", complex_ok=False):
     """An array whose last axis indexes the elements of ``G``."""
-    u = _numeric_array(u, name, complex_ok)
+    u = real_array(u, name, complex_ok=complex_ok)
     if u.ndim == 0 or u.shape[-1] != G.order:
         raise ValueError(f"{name} must have last axis of length |G| = {G.order}, got shape {u.shape}")
     return u
@@ -132,14 +106,14 @@ def _check_functions(u, G, name="u", complex_ok=False):
 
 def _check_template(x, G, name="x"):
     """A nonzero centred real template of shape ``(|G|,)``."""
-    x = _numeric_array(x, name)
+    x = real_array(x, name)
     if x.shape != (G.order,):
         raise ValueError(f"{name} must be a 1-D template of length |G| = {G.order}, got shape {x.shape}")
-    return _check_centred(x, name)
+    return check_centred(x, name)
 
 
 def _check_k(k):
-    return _check_int(k, "k", 1)
+    return check_int(k, "k", 1)
 
 
 def _check_classes(classes, G, name="learned"):
@@ -239,7 +213,7 @@ class FiniteGroup:
             raise TypeError("irreps must be a non-empty list or tuple of (N, d, d) arrays")
         irreps = []
         for r, rho in enumerate(self.irreps):
-            rho = _numeric_array(rho, f"irreps[{r}]", complex_ok=True)
+            rho = real_array(rho, f"irreps[{r}]", complex_ok=True)
             if rho.ndim != 3 or rho.shape[0] != N or rho.shape[1] != rho.shape[2]:
                 raise ValueError(f"irreps[{r}] must have shape (N, d, d) with N = {N}, got {rho.shape}")
             if np.iscomplexobj(rho) and not np.any(rho.imag):
@@ -325,7 +299,7 @@ def cyclic(n):
     Irrep ``m`` (``m = 0, …, n−1``) is ``ρ_m(a) = e^{2πi am/n}``, so that ``fourier(x, cyclic(n))[m]`` is
     ``dft.dft(x)[m]``. ``ρ_0`` and (``n`` even) ``ρ_{n/2}`` are real; ``ρ_m`` and ``ρ_{n−m}`` form a complex pair.
     """
-    n = _check_int(n, "n")
+    n = check_int(n, "n")
     a = np.arange(n)
     table = (a[:, None] + a[None, :]) % n
     irreps = []
@@ -350,7 +324,7 @@ def dihedral(n):
     ``B2`` (``r, s ↦ −1``), and the 2-dim ``E_m``, ``1 ≤ m < n/2``: ``r ↦`` rotation by ``2πm/n``,
     ``s ↦ diag(1, −1)``.
     """
-    n = _check_int(n, "n")
+    n = check_int(n, "n")
     a, b = np.arange(2 * n) % n, np.arange(2 * n) // n
     sign = 1 - 2 * b
     table = ((a[:, None] + sign[:, None] * a[None, :]) % n) + n * (b[:, None] ^ b[None, :])
@@ -532,7 +506,7 @@ def _check_coefficients(u_hat, G, name="u_hat"):
                         f"(as returned by groups.fourier), got {type(u_hat).__name__}")
     out = []
     for r, (block, d) in enumerate(zip(u_hat, G.dims)):
-        block = _numeric_array(block, f"{name}[{r}]", complex_ok=True)
+        block = real_array(block, f"{name}[{r}]", complex_ok=True)
         if block.ndim < 2 or block.shape[-2:] != (d, d):
             raise ValueError(f"{name}[{r}] must have shape (..., {d}, {d}), got {block.shape}")
         out.append(block)
@@ -586,7 +560,7 @@ def translates(x, G):
     For ``cyclic(p)``, ``g·x = numpy.roll(x, g)``.
     """
     G = _check_group(G)
-    x = _numeric_array(x, "x")
+    x = real_array(x, "x")
     if x.shape != (G.order,):
         raise ValueError(f"x must be a 1-D template of length |G| = {G.order}, got shape {x.shape}")
     return x[G.table[G.inverse]]
@@ -626,7 +600,7 @@ class CompositionNetwork(TwoLayerNetwork):
 
     def __init__(self, G, H, *, k=2):
         self.group = _check_group(G)
-        self.num_neurons = _check_int(H, "H")
+        self.num_neurons = check_int(H, "H")
         self.k = _check_k(k)
         self.kappa = self.k + 1
         N = self.group.order
@@ -669,8 +643,8 @@ def initial_theta(G, H, *, alpha, seed=0, k=2):
     ``(u^(1), …, u^(k)) ~ N(0, α²/(2k|G|) I)`` and ``w ~ N(0, α²/(2|G|) I)``, so ``E‖θ_i‖² = α²``; the
     same draws as :func:`agf_lib.modular.initial_theta` for ``cyclic(p)`` and ``k = 2``. Shape ``(H, (k+1)|G|)``.
     """
-    G, H, k = _check_group(G), _check_int(H, "H"), _check_k(k)
-    alpha = _check_positive_real(alpha, "alpha")
+    G, H, k = _check_group(G), check_int(H, "H"), _check_k(k)
+    alpha = check_positive(alpha, "alpha")
     N = G.order
     rng = np.random.default_rng(seed)
     u = rng.normal(0.0, 1.0, (H, k * N)) * (alpha / math.sqrt(2 * k * N))
@@ -699,7 +673,7 @@ def utility(theta, x, G, *, k=2, learned=()):
     x = _check_template(x, G)
     learned = _check_classes(learned, G)
     N = G.order
-    theta = _numeric_array(theta, "theta")
+    theta = real_array(theta, "theta")
     if theta.ndim not in (1, 2) or theta.shape[-1] != (k + 1) * N:
         raise ValueError(f"theta must have shape ({(k + 1) * N},) or (H, {(k + 1) * N}) for k = {k} on "
                          f"{G.name}, got {theta.shape}")
@@ -760,7 +734,7 @@ def learning_order(x, G, *, k=2, tol=1e-12):
     """
     G, k = _check_group(G), _check_k(k)
     x = _check_template(x, G)
-    tol = _check_positive_real(tol, "tol")
+    tol = check_positive(tol, "tol")
     sigma = _op_norms(fourier(x, G))
     present = [c for c, members in enumerate(G.irrep_classes) if sigma[members[0]] > tol * sigma.max()]
     scores = class_utilities(x, G, k=k)
@@ -815,7 +789,7 @@ def pieces(x, G, *, k=2, rtol=1e-9, tol=1e-12):
     """
     G, k = _check_group(G), _check_k(k)
     x = _check_template(x, G)
-    rtol, tol = _check_positive_real(rtol, "rtol"), _check_positive_real(tol, "tol")
+    rtol, tol = check_positive(rtol, "rtol"), check_positive(tol, "tol")
     N = G.order
     x_hat = fourier(x, G)
     top = _op_norms(x_hat).max()
@@ -873,7 +847,7 @@ def piece_fractions(outputs, x, G, *, k=2, rtol=1e-9, tol=1e-12):
     """How much of each piece a network's ``outputs`` on the dataset hold: ``⟨f, piece⟩/⟨piece, piece⟩``
     (sums over tuples and outputs), 1 once a piece is fitted. ``outputs`` of shape ``(..., |G|^k, |G|)``;
     returns ``(..., num_pieces)`` in the order of :func:`pieces`."""
-    outputs = _numeric_array(outputs, "outputs")
+    outputs = real_array(outputs, "outputs")
     P = piece_outputs(x, G, k=k, rtol=rtol, tol=tol)
     if outputs.shape[-2:] != P.shape[1:]:
         raise ValueError(f"outputs must have shape (..., {P.shape[1]}, {P.shape[2]}), got {outputs.shape}")
@@ -890,7 +864,7 @@ def learning_steps(x, G, *, k=2, whole_classes=False, rtol=1e-9):
     """
     if not isinstance(whole_classes, (bool, np.bool_)):
         raise TypeError(f"whole_classes must be True or False, got {type(whole_classes).__name__}")
-    rtol = _check_positive_real(rtol, "rtol")
+    rtol = check_positive(rtol, "rtol")
     items = pieces(x, G, k=k)
     steps = []
     for piece in items:
@@ -950,26 +924,6 @@ def utility_maximizer(x, G, *, k=2, irrep_class=None):
     return np.tile(block, k + 1)
 
 
-def _escape_scale(kappa, initial_norm, adaptive_rate):
-    """``(scale, unit)`` with jump times ``scale / (rate · ηŪ)``, ``rate = κ`` (adaptive rate or κ = 2) or
-    ``(κ − 2)κ``: a neuron of norm ``ν`` and normalized utility ``Ū`` grows as ``d‖θ‖/dt = κηŪ‖θ‖^{κ−1}``,
-    reaching norm one at ``(ν^{2−κ} − 1)/((κ−2)κηŪ)``, or at ``log(1/ν)/(κηŪ)`` with the per-neuron
-    adaptive rate ``η‖θ‖^{2−κ}`` (Appendix B.5) and for κ = 2."""
-    logarithmic = adaptive_rate or kappa == 2
-    if initial_norm is None:
-        unit = "t/log(1/α)" if logarithmic else ("t·α" if kappa == 3 else f"t·α^{kappa - 2}")
-        return 1.0, unit
-    nu = _check_positive_real(initial_norm, "initial_norm")
-    if nu >= 1:
-        raise ValueError(f"initial_norm must be below one (a dormant neuron), got {initial_norm!r}")
-    if logarithmic:
-        return math.log(1.0 / nu), "t"
-    if (kappa - 2) * math.log(1.0 / nu) > 700:
-        raise ValueError(f"initial_norm = {nu!r} gives jump times beyond float range for κ = {kappa}; "
-                         "leave initial_norm out for the rescaled limit")
-    return nu ** (2 - kappa) - 1.0, "t"
-
-
 def fourier_staircase(x, G, *, k=2, initial_norm=None, eta=1.0, adaptive_rate=False, whole_classes=False):
     """The AGF staircase of composition over ``G``: one step of :func:`learning_steps` at a time (Eq. 9).
 
@@ -989,15 +943,10 @@ def fourier_staircase(x, G, *, k=2, initial_norm=None, eta=1.0, adaptive_rate=Fa
     """
     G, k = _check_group(G), _check_k(k)
     x = _check_template(x, G)
-    eta = _check_positive_real(eta, "eta")
-    if not isinstance(adaptive_rate, (bool, np.bool_)):
-        raise TypeError(f"adaptive_rate must be True or False, got {type(adaptive_rate).__name__}")
-    kappa = k + 1
     steps = learning_steps(x, G, k=k, whole_classes=whole_classes)
-    logarithmic = adaptive_rate or kappa == 2
-    rates = np.array([(kappa if logarithmic else (kappa - 2) * kappa) * eta * s[0].utility for s in steps])
-    scale, unit = _escape_scale(kappa, initial_norm, adaptive_rate)
-    times = np.concatenate([[0.0], scale / rates])
+    times, unit = escape_times([s[0].utility for s in steps], kappa=k + 1, initial_norm=initial_norm, eta=eta,
+                               adaptive_rate=adaptive_rate)
+    times = np.concatenate([[0.0], times])
     if whole_classes:
         order = [s[0].irrep_class for s in steps]
         states = [np.zeros_like(x)] + [class_component(x, G, order[: j + 1]) for j in range(len(order))]
@@ -1015,8 +964,8 @@ def output_power(network, theta, X):
     """
     if not isinstance(network, CompositionNetwork):
         raise TypeError(f"network must be a groups.CompositionNetwork, got {type(network).__name__}")
-    theta = _numeric_array(theta, "theta")
-    X = _numeric_array(X, "X")
+    theta = real_array(theta, "theta")
+    X = real_array(X, "X")
     if X.ndim != 2 or X.shape[1] != network.input_dim:
         raise ValueError(f"X must have shape (n, {network.input_dim}), got {X.shape}")
     stack = theta[None] if theta.ndim == 2 else theta

@@ -30,9 +30,10 @@ import math
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .flow import check_num_samples, check_positive, check_solver, sample_times
-from .network import FeedForwardNetwork, _as_float_array
+from .flow import check_num_samples, check_solver, sample_times
+from .network import FeedForwardNetwork
 from .results import Staircase, Trajectory
+from .validation import as_float_array, check_positive
 
 __all__ = ["FullyConnectedLinearNetwork", "population_data", "population_loss", "loss_gradient",
            "regression_modes", "reduced_rank_regression", "projected_singular_values", "greedy_low_rank",
@@ -63,7 +64,7 @@ class FullyConnectedLinearNetwork(FeedForwardNetwork):
 
     def factors(self, theta):
         """``(W, A)`` of shapes ``(H, d)`` and ``(c, H)`` from ``theta`` of shape ``(H, d + c)``."""
-        theta = _as_float_array(theta, "theta")
+        theta = as_float_array(theta, "theta")
         if theta.shape != (self.num_neurons, self.num_params):
             raise ValueError(f"theta must have shape {(self.num_neurons, self.num_params)}, got {theta.shape}")
         return theta[:, : self.input_dim].copy(), theta[:, self.input_dim :].T.copy()
@@ -79,7 +80,7 @@ class FullyConnectedLinearNetwork(FeedForwardNetwork):
     def product(self, theta):
         """The end-to-end map ``β = AW = Σ_h a_h w_hᵀ`` (shape ``(c, d)``) of ``theta`` of shape ``(H, d + c)``,
         or of every snapshot of a stack of shape ``(T, H, d + c)`` (e.g. ``Trajectory.params``): ``(T, c, d)``."""
-        theta = _as_float_array(theta, "theta")
+        theta = as_float_array(theta, "theta")
         if theta.shape[-2:] != (self.num_neurons, self.num_params) or theta.ndim not in (2, 3):
             raise ValueError(f"theta must have shape {(self.num_neurons, self.num_params)} or "
                              f"(T, {self.num_neurons}, {self.num_params}), got {theta.shape}")
@@ -97,7 +98,7 @@ class FullyConnectedLinearNetwork(FeedForwardNetwork):
         (decreasing, ``m = min(H, d + c)``) and ``directions`` of shape ``(..., m, d + c)``; ``theta`` may
         be a stack ``(T, H, d + c)``.
         """
-        theta = _as_float_array(theta, "theta")
+        theta = as_float_array(theta, "theta")
         if theta.shape[-2:] != (self.num_neurons, self.num_params) or theta.ndim not in (2, 3):
             raise ValueError(f"theta must have shape {(self.num_neurons, self.num_params)} or "
                              f"(T, {self.num_neurons}, {self.num_params}), got {theta.shape}")

@@ -30,9 +30,10 @@ import math
 import numpy as np
 
 from .dft import dft, dominant_frequencies, harmonic
-from .flow import check_positive, cubic_escape_scale
-from .network import TwoLayerNetwork, _check_alpha, _check_centred, _check_positive_int, _real_array
+from .escape import escape_times
+from .network import TwoLayerNetwork
 from .results import Staircase
+from .validation import real_array, check_positive, check_int, check_centred
 
 __all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_theta", "utility",
            "max_utility", "utility_maximizer", "harmonic_neurons", "levels", "fourier_staircase",
@@ -41,10 +42,10 @@ __all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_thet
 
 def check_template(x, name="x"):
     """Validate a centred template of odd length ``p >= 3``; return it as a float array."""
-    x = _real_array(x, name, "a 1-D array")
+    x = real_array(x, name, "a 1-D array")
     if x.ndim != 1 or x.size < 3 or x.size % 2 == 0:
         raise ValueError(f"{name} must be a 1-D vector of odd length p >= 3, got shape {x.shape}")
-    return _check_centred(x, name)
+    return check_centred(x, name)
 
 
 def dataset(x):
@@ -75,11 +76,11 @@ class QuadraticModularNetwork(TwoLayerNetwork):
     neurons_share_inputs = True
 
     def __init__(self, p, H):
-        p = _check_positive_int(p, "p")
+        p = check_int(p, "p")
         if p < 3 or p % 2 == 0:
             raise ValueError(f"p must be an odd integer >= 3, got {p}")
         self.p = p
-        self.num_neurons = _check_positive_int(H, "H")
+        self.num_neurons = check_int(H, "H")
         self.input_dim, self.output_dim, self.num_params = 2 * p, p, 3 * p
 
     def neuron_outputs(self, theta, X):
@@ -117,7 +118,7 @@ def initial_theta(p, H, alpha, seed=0):
     ``(u_i, v_i) ~ N(0, α²/(4p) I_{2p})`` and ``w_i ~ N(0, α²/(2p) I_p)``, so ``E‖θ_i‖² = α²``.
     Returns an array of shape ``(H, 3p)``.
     """
-    p, H, alpha = _check_positive_int(p, "p"), _check_positive_int(H, "H"), _check_alpha(alpha)
+    p, H, alpha = check_int(p, "p"), check_int(H, "H"), check_positive(alpha, "alpha")
     rng = np.random.default_rng(seed)
     uv = rng.normal(0.0, 1.0, (H, 2 * p)) * (alpha / math.sqrt(4 * p))
     w = rng.normal(0.0, 1.0, (H, p)) * (alpha / math.sqrt(2 * p))
@@ -201,7 +202,7 @@ def harmonic_neurons(x, xi, N=6):
     x = check_template(x)
     p = x.size
     xi = _check_frequency(xi, p)
-    N = _check_positive_int(N, "N")
+    N = check_int(N, "N")
     c = 4
     bad = [m for m in (1 + c, 3 + c, c - 1, 1 + 3 * c, 2 + 2 * c, 2, 2 * c) if m % N == 0]
     if bad:
@@ -254,11 +255,10 @@ def fourier_staircase(x, initial_norm=None, eta=1.0, adaptive_rate=False):
     ``t/log(1/α)`` (adaptive rate), with ``ν`` playing the part of α: ``τ^(k) = 1/(3η Ū*_k)``.
     """
     x = check_template(x)
-    eta = check_positive(eta, "eta")
     order = [int(k) for k in dominant_frequencies(x)]
-    rates = np.array([3.0 * eta * max_utility(x, order[:k]) for k in range(len(order))])
-    scale, unit = cubic_escape_scale(initial_norm, adaptive_rate)
-    times = np.concatenate([[0.0], scale / rates])
+    utilities = np.array([max_utility(x, order[:k]) for k in range(len(order))])
+    times, unit = escape_times(utilities, kappa=3, initial_norm=initial_norm, eta=eta, adaptive_rate=adaptive_rate)
+    times = np.concatenate([[0.0], times])
     x_hat = dft(x)
     states, kept = [np.zeros_like(x)], np.zeros_like(x_hat)
     for k in order:

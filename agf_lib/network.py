@@ -19,26 +19,17 @@ import math
 
 import numpy as np
 
+from .validation import as_float_array, check_int, check_positive, real_array
+
 __all__ = ["TwoLayerNetwork", "FeedForwardNetwork", "as_data", "loss", "utility", "ACTIVATIONS"]
 
 
-def _as_float_array(value, name, expected="a numpy array or torch tensor"):
-    """``value`` (NumPy array, list, tuple or torch tensor) as a float64 NumPy array, or a TypeError naming
-    ``name`` and what was ``expected``."""
-    if type(value).__module__.startswith("torch"):
-        value = value.detach().cpu().numpy()
-    if not isinstance(value, (np.ndarray, list, tuple)):
-        raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
-    value = np.asarray(value)
-    if value.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}")
-    return value.astype(float)
 
 
 def as_data(X, y):
     """Validate a data pair and return float64 arrays ``X`` of shape (n, d) and ``y`` of shape (n, c)."""
     expected = "a numpy array or torch tensor"
-    X, y = _real_array(X, "X", expected=expected), _real_array(y, "y", expected=expected)
+    X, y = real_array(X, "X", expected=expected), real_array(y, "y", expected=expected)
     if X.ndim != 2:
         raise ValueError(f"X must have shape (n, d), got {tuple(X.shape)}")
     if y.ndim == 1:
@@ -48,37 +39,12 @@ def as_data(X, y):
     return X, y
 
 
-def _real_array(value, name, what="an array", expected=None):
-    """``value`` (array, list, tuple or tensor) as a finite float array; TypeError/ValueError naming ``name``."""
-    value = _as_float_array(value, name, expected or f"{what} of real numbers")
-    if not np.all(np.isfinite(value)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return value
 
 
-def _check_centred(x, name):
-    """A template's own conditions, after its shape is checked: nonzero, and centred (sum zero)."""
-    scale = float(np.abs(x).max())
-    if scale == 0:
-        raise ValueError(f"{name} must be nonzero")
-    if abs(float(x.sum())) > 1e-9 * scale * x.size:
-        raise ValueError(f"{name} must be centred (sum zero); subtract its mean first (sum is {x.sum():.3g})")
-    return x
 
 
-def _check_alpha(alpha):
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating, np.integer)):
-        raise TypeError(f"alpha must be a real number, got {type(alpha).__name__}")
-    alpha = float(alpha)
-    if not math.isfinite(alpha) or alpha <= 0:
-        raise ValueError(f"alpha must be a finite positive number, got {alpha!r}")
-    return alpha
 
 
-def _check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 class TwoLayerNetwork:
@@ -173,7 +139,7 @@ class TwoLayerNetwork:
         """Validate parameters and return them as a float64 array of shape ``(H, P)``."""
         if not (isinstance(theta, np.ndarray) or type(theta).__module__.startswith("torch")):
             raise TypeError(f"{name} must be a numpy array or torch tensor, got {type(theta).__name__}")
-        theta = _as_float_array(theta, name)
+        theta = as_float_array(theta, name)
         expected = (self.num_neurons, self.num_params)
         if tuple(theta.shape) != expected:
             raise ValueError(f"{name} must have shape {expected} (one row per neuron), got {tuple(theta.shape)}")
@@ -224,7 +190,7 @@ class FeedForwardNetwork(TwoLayerNetwork):
     """
 
     def __init__(self, d, H, c=1, activation="linear"):
-        d, H, c = _check_positive_int(d, "d"), _check_positive_int(H, "H"), _check_positive_int(c, "c")
+        d, H, c = check_int(d, "d"), check_int(H, "H"), check_int(c, "c")
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
         self.input_dim, self.num_neurons, self.output_dim = d, H, c
@@ -255,7 +221,7 @@ class FeedForwardNetwork(TwoLayerNetwork):
 
     def initial_theta(self, alpha, seed=0):
         """The paper's initialization ``a_i ~ N(0, α²/(2c) I)``, ``w_i ~ N(0, α²/(2d) I)``, seeded."""
-        alpha = _check_alpha(alpha)
+        alpha = check_positive(alpha, "alpha")
         rng = np.random.default_rng(seed)
         w = rng.normal(0.0, alpha / math.sqrt(2 * self.input_dim), (self.num_neurons, self.input_dim))
         a = rng.normal(0.0, alpha / math.sqrt(2 * self.output_dim), (self.num_neurons, self.output_dim))

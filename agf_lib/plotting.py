@@ -249,7 +249,7 @@ def plot_losses(trajectories, labels=None, colors=None, staircase=None, ax=None,
         raise TypeError("trajectories must be a non-empty sequence of Trajectory")
     units = {tr.time_unit for tr in trajectories} | ({staircase.time_unit} if staircase is not None else set())
     if len(units) > 1:
-        raise ValueError(f"trajectories and staircase use different time units: {sorted(units)}")
+        raise ValueError(f"trajectories and staircase use different time units: {sorted(map(str, units))}")
     if ax is None:
         _, ax = figure()
     labels = labels if labels is not None else [None] * len(trajectories)
@@ -262,7 +262,7 @@ def plot_losses(trajectories, labels=None, colors=None, staircase=None, ax=None,
         plot_staircase(ax, staircase, end, label=staircase_label)
     if logy:
         ax.set_yscale("log")
-    ax.set_xlabel(trajectories[0].time_unit)
+    ax.set_xlabel(str(trajectories[0].time_unit))
     ax.set_ylabel("loss")
     if any(label is not None for label in labels) or staircase is not None:
         legend_outside(ax)

@@ -37,8 +37,9 @@ import math
 import numpy as np
 from scipy.optimize import nnls
 
-from .network import TwoLayerNetwork, _check_alpha, _check_positive_int, _real_array
+from .network import TwoLayerNetwork
 from .results import Staircase
+from .validation import real_array, check_positive, check_int
 
 __all__ = [
     "ReLUNetwork",
@@ -82,7 +83,7 @@ class ReLUNetwork(TwoLayerNetwork):
     kappa = 2
 
     def __init__(self, d, H, c=1, *, bias=False):
-        d, H, c = _check_positive_int(d, "d"), _check_positive_int(H, "H"), _check_positive_int(c, "c")
+        d, H, c = check_int(d, "d"), check_int(H, "H"), check_int(c, "c")
         self.bias = _check_bias(bias)
         self.input_dim, self.num_neurons, self.output_dim = d, H, c
         self.weight_dim = d + int(self.bias)
@@ -165,7 +166,7 @@ def initial_theta(network, *, alpha, seed=0):
     ``k = d (+1 with a bias)`` and ``a_i ~ N(0, α²/(2c) I_c)``, so ``E‖θ_i‖² = α²``; seeded. Shape ``(H, P)``."""
     if not isinstance(network, ReLUNetwork):
         raise TypeError(f"network must be a ReLUNetwork or SmoothReLUNetwork, got {type(network).__name__}")
-    alpha = _check_alpha(alpha)
+    alpha = check_positive(alpha, "alpha")
     rng = np.random.default_rng(seed)
     H, k, c = network.num_neurons, network.weight_dim, network.output_dim
     w = rng.normal(0.0, alpha / math.sqrt(2 * k), (H, k))
@@ -178,7 +179,7 @@ def orthogonal_data(targets):
 
     Returns ``X`` of shape ``(2d, d)`` (rows ``e_1, −e_1, e_2, −e_2, ...``) and ``y`` of shape ``(2d,)``.
     """
-    y = _real_array(targets, "targets", "a 1-D array")
+    y = real_array(targets, "targets", "a 1-D array")
     if y.ndim != 1 or y.size < 2 or y.size % 2:
         raise ValueError(f"targets must be a 1-D array of even length 2d >= 2, got shape {y.shape}")
     d = y.size // 2
@@ -189,7 +190,7 @@ def orthogonal_data(targets):
 
 
 def _check_magnitudes(magnitudes):
-    m = _real_array(magnitudes, "magnitudes", "a 1-D array of 4 positive numbers")
+    m = real_array(magnitudes, "magnitudes", "a 1-D array of 4 positive numbers")
     if m.shape != (4,) or not np.all(m > 0):
         raise ValueError(f"magnitudes must be 4 positive numbers, got {np.asarray(magnitudes).tolist()!r}")
     return m
@@ -231,10 +232,10 @@ def xor_staircase(magnitudes=(1.0, 1.0, 1.0, 1.0)):
 
 
 def _check_xr(X, residual, bias):
-    X = _real_array(X, "X")
+    X = real_array(X, "X")
     if X.ndim != 2:
         raise ValueError(f"X must have shape (n, d), got {X.shape}")
-    r = _real_array(residual, "residual")
+    r = real_array(residual, "residual")
     if r.ndim == 2 and r.shape[1] == 1:
         r = r[:, 0]
     if r.shape != (X.shape[0],):
@@ -281,7 +282,7 @@ def region_maximum(X, residual, pattern, *, bias=False, sign=1):
 def activation_patterns(X, *, bias=False, num_samples=20000, seed=0):
     """The activation patterns ``{n : wᵀx̃_n > 0}`` met by ``num_samples`` random directions (seeded), as a
     boolean array of shape ``(num_patterns, n)``: all regions of the arrangement for small ``n`` and ``d``."""
-    X = _real_array(X, "X")
+    X = real_array(X, "X")
     if X.ndim != 2:
         raise ValueError(f"X must have shape (n, d), got {X.shape}")
     if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 1:

@@ -1,12 +1,86 @@
-"""The two result types every chapter plots and compares: :class:`Trajectory` and :class:`Staircase`."""
+"""The two result types every chapter plots and compares, :class:`Trajectory` and :class:`Staircase`,
+and the unit their times are measured in, :class:`TimeUnit`."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["Trajectory", "Staircase", "StaircaseComparison"]
+__all__ = ["TimeUnit", "GF_TIME", "LOG_TIME", "Trajectory", "Staircase", "StaircaseComparison"]
+
+
+@dataclass(frozen=True)
+class TimeUnit:
+    """How a time axis is measured: gradient-flow time ``t`` or one of its α-rescalings.
+
+    The rescaled units are the ones in which AGF's jump times have an α → 0 limit:
+    ``t/log(1/α)`` (κ = 2, or any κ with the per-neuron rate η‖θ‖^{2−κ}; :data:`LOG_TIME`) and
+    ``t·α^{κ−2}`` (κ ≥ 3 with the plain rate; :meth:`alpha_power`). A unit made by
+    :meth:`Trajectory.rescale_time` with a hand-given factor has only a ``label`` and cannot be converted.
+
+    ``unit.factor(alpha)`` is what GF time is multiplied by to get this unit; ``str(unit)`` the axis label.
+    """
+
+    label: str = "t"
+    power: int = 0
+    logarithmic: bool = False
+    convertible: bool = True
+
+    @classmethod
+    def alpha_power(cls, power):
+        """``t·α^power``, the rescaled time of plain-rate κ = power + 2 (κ = 3: ``t·α``)."""
+        if isinstance(power, bool) or not isinstance(power, (int, np.integer)) or power < 1:
+            raise ValueError(f"power must be a positive integer (κ − 2), got {power!r}")
+        power = int(power)
+        return cls("t·α" if power == 1 else f"t·α^{power}", power=power)
+
+    @classmethod
+    def custom(cls, label):
+        """A unit known only by its label (a hand-given rescaling)."""
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"unit must be a TimeUnit or a non-empty label, got {label!r}")
+        return cls(label, convertible=False)
+
+    @classmethod
+    def parse(cls, unit):
+        """``unit`` as a :class:`TimeUnit`: a TimeUnit, or the label of a standard one (spaces ignored)."""
+        if isinstance(unit, TimeUnit):
+            return unit
+        if not isinstance(unit, str):
+            raise TypeError(f"time_unit must be a TimeUnit or a str, got {type(unit).__name__}")
+        compact = unit.replace(" ", "")
+        if compact == "t":
+            return GF_TIME
+        if compact == "t/log(1/α)":
+            return LOG_TIME
+        if compact == "t·α":
+            return cls.alpha_power(1)
+        if compact.startswith("t·α^") and compact[4:].isdigit():
+            return cls.alpha_power(int(compact[4:]))
+        return cls.custom(unit)
+
+    def factor(self, alpha):
+        """The factor from GF time to this unit at initialization scale ``alpha`` (0 < α < 1 when rescaled)."""
+        if not self.convertible:
+            raise ValueError(f"the time unit {self.label!r} was set by hand and cannot be converted")
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+            raise TypeError(f"alpha must be a real number, got {type(alpha).__name__}")
+        alpha = float(alpha)
+        if self.power == 0 and not self.logarithmic:
+            return 1.0
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must lie in (0, 1) to rescale time to {self.label}, got {alpha!r}")
+        log_inv = -math.log(alpha)
+        return math.exp(-self.power * log_inv) / (log_inv if self.logarithmic else 1.0)
+
+    def __str__(self):
+        return self.label
+
+
+GF_TIME = TimeUnit()
+LOG_TIME = TimeUnit("t/log(1/α)", logarithmic=True)
 
 
 def _positive_scale(factor, name="factor"):
@@ -14,6 +88,12 @@ def _positive_scale(factor, name="factor"):
     if not np.isfinite(factor) or factor <= 0:
         raise ValueError(f"{name} must be a finite positive number, got {factor!r}")
     return factor
+
+
+def _convert(result, unit, alpha):
+    unit = TimeUnit.parse(unit)
+    factor = unit.factor(alpha) / result.time_unit.factor(alpha)
+    return replace(result, times=result.times * factor, time_unit=unit)
 
 
 @dataclass(frozen=True)
@@ -30,8 +110,9 @@ class Trajectory:
         Parameter snapshots ``Θ(t)`` when they were recorded.
     log_norms : (T, H) array or None
         ``log ||θ_i(t)||`` per neuron; exact even where ``params`` underflows (α down to 1e-100).
-    time_unit : str
-        How ``times`` is measured, e.g. ``"t"`` or ``"t / log(1/α)"``.
+    time_unit : TimeUnit
+        How ``times`` is measured (:data:`GF_TIME` by default); a standard label such as
+        ``"t/log(1/α)"`` is accepted and parsed.
     evaluations : int or None
         How many utility gradients the engine evaluated to compute it (its unit of work).
     """
@@ -40,10 +121,11 @@ class Trajectory:
     losses: np.ndarray
     params: np.ndarray | None = None
     log_norms: np.ndarray | None = None
-    time_unit: str = "t"
+    time_unit: TimeUnit = GF_TIME
     evaluations: int | None = None
 
     def __post_init__(self):
+        object.__setattr__(self, "time_unit", TimeUnit.parse(self.time_unit))
         times = np.asarray(self.times, dtype=float)
         losses = np.asarray(self.losses, dtype=float)
         if times.ndim != 1 or times.size == 0:
@@ -76,9 +158,15 @@ class Trajectory:
         return np.interp(t, self.times, self.losses)
 
     def rescale_time(self, factor, unit=None):
-        """A copy with every time multiplied by ``factor`` (e.g. ``1 / log(1/α)``)."""
+        """A copy with every time multiplied by ``factor``, labelled ``unit`` (for units with no α;
+        for the standard rescalings use :meth:`in_units`)."""
         factor = _positive_scale(factor)
-        return replace(self, times=self.times * factor, time_unit=unit or f"{factor:.4g}·{self.time_unit}")
+        unit = TimeUnit.parse(unit) if unit is not None else TimeUnit.custom(f"{factor:.4g}·{self.time_unit}")
+        return replace(self, times=self.times * factor, time_unit=unit)
+
+    def in_units(self, unit, alpha):
+        """A copy with its times converted to ``unit`` (a :class:`TimeUnit` or a standard label) at scale ``alpha``."""
+        return _convert(self, unit, alpha)
 
 
 @dataclass(frozen=True)
@@ -128,8 +216,8 @@ class Staircase:
         ``states[k]`` is the predictor or the parameters on level k.
     active : list of tuples or None
         ``active[k]``: the indices active on level k (after the cost step of jump k).
-    time_unit : str
-        How ``times`` is measured.
+    time_unit : TimeUnit
+        How ``times`` is measured (a standard label is accepted and parsed, as for :class:`Trajectory`).
     deactivated : list of tuples
         ``deactivated[k-1]``: the indices that returned to dormancy at jump k.
     stop_reason : str or None
@@ -143,12 +231,13 @@ class Staircase:
     order: list
     states: list | None = None
     active: list | None = None
-    time_unit: str = "t"
+    time_unit: TimeUnit = GF_TIME
     deactivated: list = field(default_factory=list)
     stop_reason: str | None = None
     evaluations: int | None = None
 
     def __post_init__(self):
+        object.__setattr__(self, "time_unit", TimeUnit.parse(self.time_unit))
         times = np.asarray(self.times, dtype=float)
         losses = np.asarray(self.losses, dtype=float)
         if times.ndim != 1 or times.shape != losses.shape:
@@ -170,9 +259,15 @@ class Staircase:
         return self.losses[np.clip(k, 0, None)]
 
     def rescale_time(self, factor, unit=None):
-        """A copy with every jump time multiplied by ``factor`` (e.g. ``1 / log(1/α)``)."""
+        """A copy with every jump time multiplied by ``factor``, labelled ``unit`` (for units with no α;
+        for the standard rescalings use :meth:`in_units`)."""
         factor = _positive_scale(factor)
-        return replace(self, times=self.times * factor, time_unit=unit or f"{factor:.4g}·{self.time_unit}")
+        unit = TimeUnit.parse(unit) if unit is not None else TimeUnit.custom(f"{factor:.4g}·{self.time_unit}")
+        return replace(self, times=self.times * factor, time_unit=unit)
+
+    def in_units(self, unit, alpha):
+        """A copy with its times converted to ``unit`` (a :class:`TimeUnit` or a standard label) at scale ``alpha``."""
+        return _convert(self, unit, alpha)
 
     def steps(self, t_end=None):
         """``(t, loss)`` arrays tracing the staircase as a step plot up to ``t_end``."""
@@ -200,8 +295,8 @@ class Staircase:
             raise TypeError(f"trajectory must be a Trajectory, got {type(trajectory).__name__}")
         if trajectory.time_unit != self.time_unit:
             raise ValueError(
-                f"time units differ: staircase in {self.time_unit!r}, trajectory in {trajectory.time_unit!r}; "
-                "rescale one of them first"
+                f"time units differ: staircase in '{self.time_unit}', trajectory in '{trajectory.time_unit}'; "
+                "convert one of them first (in_units)"
             )
         t, loss = trajectory.times, trajectory.losses
         crossings = np.full(self.num_jumps, np.inf)

@@ -9,6 +9,14 @@ import pytest
 
 from agf_lib import problems
 
+def not_a_count(name, value):
+    """``(exception, message)`` that ``agf_lib.validation.check_int`` raises for a bad size ``value`` of
+    ``name``: a TypeError for a non-integer, a ValueError for an integer below one."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        return TypeError, f"^{name} must be an integer, got {type(value).__name__}"
+    return ValueError, f"^{name} must be an integer >= 1, got {value}"
+
+
 def make_regression(seed, n, d, correlation=0.0, noise=0.1):
     """``X`` with AR(1) correlated columns (``corr(x_i, x_j) = correlation^|i−j|``) and decaying scales,
     ``y = Xβ + noise·ε`` with ``β ~ N(0, I)``: a generic problem for the diagonal network."""

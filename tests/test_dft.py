@@ -89,7 +89,7 @@ def test_relabel_moves_frequency_m_k_to_k_and_is_invertible(p, m):
         (lambda: dft.template(11, -np.ones(5)), ValueError, "^magnitudes must be non-negative"),
         (lambda: dft.template(11, np.ones(5), phases=np.ones(3)), ValueError,
          r"^phases must have \(p-1\)/2 = 5 entries, got shape \(3,\)"),
-        (lambda: dft.harmonic(0, 1), ValueError, "^p must be a positive integer, got 0"),
+        (lambda: dft.harmonic(0, 1), ValueError, "^p must be an integer >= 1, got 0"),
         (lambda: dft.harmonic(5, 1.5), TypeError, "^k must be an integer frequency, got float"),
         (lambda: dft.relabel(np.ones(9), 3), ValueError, r"^m must be a unit mod p = 9 \(gcd\(m, p\) = 1\), got 3"),
         (lambda: dft.relabel(np.ones(9), 2.0), TypeError, "^m must be an integer, got float"),

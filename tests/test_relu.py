@@ -202,7 +202,7 @@ def test_surrogate_approaches_relu_descent_as_eps_vanishes():
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: relu.ReLUNetwork(0, 3), ValueError, "d must be a positive integer"),
+        (lambda: relu.ReLUNetwork(0, 3), ValueError, "^d must be an integer >= 1, got 0"),
         (lambda: relu.ReLUNetwork(2, 3, bias=1), TypeError, "bias must be True or False"),
         (lambda: relu.SmoothReLUNetwork(2, 3, eps=0.0), ValueError, r"eps must be in \(0, 1\]"),
         (lambda: relu.SmoothReLUNetwork(2, 3, eps="x"), TypeError, "eps must be a real number"),

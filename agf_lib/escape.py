@@ -1,0 +1,63 @@
+"""When a dormant neuron escapes: the κ-dependent jump threshold and escape time (the book's chapter 02).
+
+Under a fixed residual a neuron of norm ``ρ`` and normalized utility ``Ū`` grows as
+``dρ/dt = κηŪρ^{κ−1}`` (Eq. 4 of the paper), so it reaches norm one once its accumulated utility
+``S = ∫κŪ dt`` crosses the threshold ``c/η`` with
+
+    c(ν) = (ν^{2−κ} − 1)/(κ − 2)   (κ ≥ 3),      c(ν) = log(1/ν)   (κ = 2, or any κ with the per-neuron
+                                                                  adaptive rate η‖θ‖^{2−κ}, Appendix B.5),
+
+``ν`` the initial norm. At constant ``Ū`` the escape time is ``c(ν)/(κηŪ)``. As ν = α → 0 these times
+have a limit in the rescaled units ``t/log(1/α)`` (logarithmic case) or ``t·α^{κ−2}``
+(:class:`agf_lib.results.TimeUnit`), where ``c`` becomes 1 (resp. ``1/(κ−2)``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .results import GF_TIME, LOG_TIME, TimeUnit
+from .validation import check_int, check_positive
+
+__all__ = ["threshold", "escape_times"]
+
+
+def _logarithmic(kappa, adaptive_rate):
+    if not isinstance(adaptive_rate, (bool, np.bool_)):
+        raise TypeError(f"adaptive_rate must be True or False, got {type(adaptive_rate).__name__}")
+    return bool(adaptive_rate) or kappa == 2
+
+
+def threshold(initial_norm, *, kappa, adaptive_rate=False, unit_name="neuron"):
+    """``(c, unit)``: the jump threshold ``c(ν)`` of a neuron of initial norm ``ν = initial_norm`` (times η).
+
+    Without ``initial_norm``, the α → 0 limit: ``c`` is the coefficient of the rescaled unit returned
+    (1 for ``t/log(1/α)``, ``1/(κ−2)`` for ``t·α^{κ−2}``); with it, ``unit`` is GF time.
+    """
+    kappa = check_int(kappa, "kappa", minimum=2)
+    logarithmic = _logarithmic(kappa, adaptive_rate)
+    if initial_norm is None:
+        return (1.0, LOG_TIME) if logarithmic else (1.0 / (kappa - 2), TimeUnit.alpha_power(kappa - 2))
+    nu = check_positive(initial_norm, "initial_norm", finite=False)
+    if nu >= 1:
+        raise ValueError(f"initial_norm must be below one (a dormant {unit_name}), got {initial_norm!r}")
+    log_inv = -math.log(nu)
+    if logarithmic:
+        return log_inv, GF_TIME
+    if (kappa - 2) * log_inv > 700:
+        raise ValueError(f"initial_norm = {nu!r} gives jump times beyond float range for κ = {kappa}; "
+                         "leave initial_norm out for the rescaled limit")
+    return math.expm1((kappa - 2) * log_inv) / (kappa - 2), GF_TIME
+
+
+def escape_times(utility, *, kappa, initial_norm=None, eta=1.0, adaptive_rate=False, unit_name="neuron"):
+    """``(times, unit)``: when neurons of normalized utility ``utility`` (> 0, held constant) reach norm one,
+    ``c(ν)/(κηŪ)`` with :func:`threshold`; without ``initial_norm`` the α → 0 limit in its rescaled unit."""
+    utility = np.asarray(utility, dtype=float)
+    if not np.all(np.isfinite(utility)) or np.any(utility <= 0):
+        raise ValueError("utility must be finite and positive (a neuron with Ū ≤ 0 never escapes)")
+    eta = check_positive(eta, "eta")
+    c, unit = threshold(initial_norm, kappa=kappa, adaptive_rate=adaptive_rate, unit_name=unit_name)
+    return c / (kappa * eta * utility), unit

@@ -1,0 +1,72 @@
+"""The library's input checks, in one place and one style.
+
+A value of the wrong type raises ``TypeError``; a value of the right type but outside its range raises
+``ValueError``. Every message names the argument and says what was expected.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["as_float_array", "real_array", "check_positive", "check_int", "check_bool", "check_centred"]
+
+_REALS = (int, float, np.integer, np.floating)
+
+
+def as_float_array(value, name, expected="a numpy array or torch tensor", complex_ok=False):
+    """``value`` (NumPy array, list, tuple or torch tensor) as a float64 (or, with ``complex_ok``,
+    complex128) NumPy array, or a TypeError naming ``name`` and what was ``expected``."""
+    if type(value).__module__.startswith("torch"):
+        value = value.detach().cpu().numpy()
+    if not isinstance(value, (np.ndarray, list, tuple)):
+        raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
+    value = np.asarray(value)
+    if value.dtype.kind not in ("biufc" if complex_ok else "biuf"):
+        raise TypeError(f"{name} must hold {'numbers' if complex_ok else 'real numbers'}, got dtype {value.dtype}")
+    return value.astype(complex if value.dtype.kind == "c" else float)
+
+
+def real_array(value, name, what="an array", expected=None, complex_ok=False):
+    """``value`` as a finite float (or complex) array; TypeError/ValueError naming ``name``."""
+    kind = "numbers" if complex_ok else "real numbers"
+    value = as_float_array(value, name, expected or f"{what} of {kind}", complex_ok=complex_ok)
+    if not np.all(np.isfinite(value)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return value
+
+
+def check_positive(value, name, *, finite=True):
+    """A positive real number (finite unless ``finite=False``), as a float."""
+    if isinstance(value, bool) or not isinstance(value, _REALS):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if math.isnan(value) or value <= 0 or (finite and math.isinf(value)):
+        raise ValueError(f"{name} must be a {'finite ' if finite else ''}positive number, got {value!r}")
+    return value
+
+
+def check_int(value, name, minimum=1):
+    """An integer ``>= minimum``, as an int."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return int(value)
+
+
+def check_bool(value, name):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
+    return bool(value)
+
+
+def check_centred(x, name):
+    """A template's own conditions, after its shape is checked: nonzero, and centred (sum zero)."""
+    scale = float(np.abs(x).max())
+    if scale == 0:
+        raise ValueError(f"{name} must be nonzero")
+    if abs(float(x.sum())) > 1e-9 * scale * x.size:
+        raise ValueError(f"{name} must be centred (sum zero); subtract its mean first (sum is {x.sum():.3g})")
+    return x
