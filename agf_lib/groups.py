@@ -52,7 +52,12 @@ tests check it against numerical maximization on the sphere, quaternionic irreps
 class): classes are learned in order of decreasing ``Ū*_c``; learning class ``c`` lowers the loss by
 half the target's power in it, ``½ (1/|G|) Σ_{ρ∈c} d_ρ ‖x̂[ρ]‖_F²``; and the utility of a new neuron
 keeps its form with the learned classes removed from ``r`` (the updated utility of Appendix F).
-Chapter 09 tests when this holds.
+Chapter 09 tests when this holds, and :func:`levels` refines it (an irrep whose ``x̂[ρ]`` has unequal
+singular values is learned piece by piece, :func:`pieces`).
+
+**The setting's contract** (as in every setting module): the network :class:`CompositionNetwork`,
+:func:`initial_theta`, the data :func:`dataset`, the closed-form staircase at finite α in GF time
+:func:`agf_staircase`, and its α → 0 limit in rescaled time :func:`limit_staircase`.
 """
 
 from __future__ import annotations
@@ -66,14 +71,14 @@ import numpy as np
 from .escape import escape_times
 from .network import TwoLayerNetwork
 from .results import Staircase
-from .validation import real_array, check_positive, check_int, check_centred
+from .validation import real_array, check_bool, check_positive, check_int, check_centred
 
 __all__ = [
     "FiniteGroup", "cyclic", "dihedral", "alternating4", "symmetric4", "quaternion", "product",
     "fourier", "inverse_fourier", "class_power", "class_component", "translates", "dataset",
     "CompositionNetwork", "initial_theta", "utility", "class_utilities", "max_utility",
     "utility_maximizer", "learning_order", "Piece", "pieces", "piece_outputs", "piece_fractions",
-    "learning_steps", "levels", "fourier_staircase", "output_power",
+    "learning_steps", "levels", "agf_staircase", "limit_staircase", "output_power",
 ]
 
 _TOL = 1e-9              # tolerance for user-supplied tables and irreps (the library's own hold to ~1e-15)
@@ -84,16 +89,10 @@ _MAX_DATASET_ENTRIES = 2e8
 # input validation
 
 
-
-
-
-
 def _check_group(G, name="G"):
     if not isinstance(G, FiniteGroup):
         raise TypeError(f"{name} must be a groups.FiniteGroup (e.g. groups.cyclic(5)), got {type(G).__name__}")
     return G
-
-
 
 
 def _check_functions(u, G, name="u", complex_ok=False):
@@ -862,8 +861,7 @@ def learning_steps(x, G, *, k=2, whole_classes=False, rtol=1e-9):
     each class is one step at its :func:`class_utilities` (the utility of its largest piece).
     Returns a list of lists of :class:`Piece`.
     """
-    if not isinstance(whole_classes, (bool, np.bool_)):
-        raise TypeError(f"whole_classes must be True or False, got {type(whole_classes).__name__}")
+    whole_classes = check_bool(whole_classes, "whole_classes")
     rtol = check_positive(rtol, "rtol")
     items = pieces(x, G, k=k)
     steps = []
@@ -924,23 +922,7 @@ def utility_maximizer(x, G, *, k=2, irrep_class=None):
     return np.tile(block, k + 1)
 
 
-def fourier_staircase(x, G, *, k=2, initial_norm=None, eta=1.0, adaptive_rate=False, whole_classes=False):
-    """The AGF staircase of composition over ``G``: one step of :func:`learning_steps` at a time (Eq. 9).
-
-    ``order[j-1]`` is the irrep class of the ``j``-th step (a class appears once per step it takes);
-    ``losses`` = :func:`levels`; ``states[j]`` the list of :class:`Piece` learned after ``j`` jumps (with
-    ``whole_classes=True``: the template learned, its components in the first ``j`` classes, so that the
-    network then computes ``(g_1⋯g_k)·states[j]``).
-    ``times[j]`` is when a neuron of initial norm ``ν = initial_norm``, aligned from the start with the
-    step's pieces at their utility ``Ū`` (unchanged by the steps before), reaches norm one:
-
-        τ^(j) = (ν^{2−κ} − 1) / ((κ−2) κ η Ū)       or, with the adaptive rate η‖θ‖^{2−κ},   log(1/ν) / (κηŪ),
-
-    κ = k + 1 (κ = 2 takes the logarithmic form). Without ``initial_norm`` the times are the limit ν → 0
-    in the rescaled units ``t·α^{κ−2}`` or ``t/log(1/α)``. With ``whole_classes=True``, one step per class
-    (the follow-up's assumption). For ``cyclic(p)`` and ``k = 2`` this is
-    :func:`agf_lib.modular.fourier_staircase` (class ``m`` = frequency ``m``).
-    """
+def _staircase(x, G, k, initial_norm, eta, adaptive_rate, whole_classes):
     G, k = _check_group(G), _check_k(k)
     x = _check_template(x, G)
     steps = learning_steps(x, G, k=k, whole_classes=whole_classes)
@@ -954,6 +936,36 @@ def fourier_staircase(x, G, *, k=2, initial_norm=None, eta=1.0, adaptive_rate=Fa
         states = [[piece for step in steps[:j] for piece in step] for j in range(len(steps) + 1)]
     return Staircase(times, levels(x, G, k=k, whole_classes=whole_classes), [s[0].irrep_class for s in steps],
                      states=states, time_unit=unit)
+
+
+def agf_staircase(x, G, *, initial_norm, k=2, eta=1.0, adaptive_rate=False, whole_classes=False):
+    """The AGF staircase of composition over ``G`` at finite initial norm, in GF time (Eq. 9, group version).
+
+    One step of :func:`learning_steps` at a time: ``order[j-1]`` is the irrep class of the ``j``-th step
+    (a class appears once per step it takes); ``losses`` = :func:`levels`; ``states[j]`` the list of
+    :class:`Piece` learned after ``j`` jumps (with ``whole_classes=True``: the template learned, its
+    components in the first ``j`` classes, so that the network then computes ``(g_1⋯g_k)·states[j]``).
+    ``times[j]`` is when a neuron of initial norm ``ν = initial_norm``, aligned from the start with the
+    step's pieces at their utility ``Ū`` (unchanged by the steps before), reaches norm one
+    (:func:`agf_lib.escape.escape_times`, the paper's Eq. 4 at constant utility):
+
+        τ^(j) = (ν^{2−κ} − 1) / ((κ−2) κ η Ū)       or, with the adaptive rate η‖θ‖^{2−κ},   log(1/ν) / (κηŪ),
+
+    κ = k + 1 (κ = 2 takes the logarithmic form). No unit neuron has utility above the first step's
+    (:func:`max_utility`), so ``times[1]`` is a lower bound on the first jump of both engines from neurons
+    of norm at most ``ν``. With ``whole_classes=True``, one step per class (the follow-up's assumption).
+    For ``cyclic(p)`` and ``k = 2`` this is :func:`agf_lib.modular`'s staircase at finite α (class ``m``
+    = frequency ``m``).
+    """
+    check_positive(initial_norm, "initial_norm", finite=False)   # None: groups.limit_staircase is the limit
+    return _staircase(x, G, k, initial_norm, eta, adaptive_rate, whole_classes)
+
+
+def limit_staircase(x, G, *, k=2, eta=1.0, adaptive_rate=False, whole_classes=False):
+    """The α → 0 limit of :func:`agf_staircase`, in the rescaled time of :func:`agf_lib.escape.threshold`:
+    ``t/log(1/α)`` for κ = 2 or with the adaptive rate, where ``τ^(j) = 1/(κηŪ_j)``, else ``t·α^{κ−2}``,
+    where ``τ^(j) = 1/((κ−2)κηŪ_j)``. Levels, order and states as in :func:`agf_staircase`."""
+    return _staircase(x, G, k, None, eta, adaptive_rate, whole_classes)
 
 
 def output_power(network, theta, X):

@@ -276,15 +276,15 @@ def _groups_d3():
     X, y = groups.dataset(x, G)
     network = groups.CompositionNetwork(G, 8)
     init = lambda alpha: network.initial_theta(alpha, seed=0)  # noqa: E731
-    staircase = lambda **options: groups.fourier_staircase(x, G, adaptive_rate=True, whole_classes=True,  # noqa: E731
-                                                            **options)
     return Problem(
         name="groups-d3",
         description="composition of two elements of D3: the 2-d irrep (singular values 1.5, 1.5) then the sign "
                     "irrep (1.0), H = 8 neurons, adaptive rate",
         chapter="09", network=network, data=(X, y), initial_theta=init,
-        closed_form=lambda alpha: staircase(initial_norm=_largest_norm(init(alpha))),
-        exact=False, limit=staircase(), options=_ADAPTIVE, agf_options=_LOOSE_COST, jumps_reproduced=1,
+        closed_form=lambda alpha: groups.agf_staircase(x, G, initial_norm=_largest_norm(init(alpha)),
+                                                       adaptive_rate=True, whole_classes=True),
+        exact=False, limit=groups.limit_staircase(x, G, adaptive_rate=True, whole_classes=True),
+        options=_ADAPTIVE, agf_options=_LOOSE_COST, jumps_reproduced=1,
         level_outputs=lambda x_k: _composed(lambda t: groups.dataset(t, G), x_k, y))
 
 

@@ -15,6 +15,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import minimize
 
 from agf_lib import dft, groups, modular
+from agf_lib.results import GF_TIME, LOG_TIME, TimeUnit
 
 GROUPS = {
     "Z1": lambda: groups.cyclic(1),
@@ -425,8 +426,9 @@ def test_cyclic_theory_is_theorem_f3_and_eq_9(p):
     for options in ({}, {"adaptive_rate": True}, {"initial_norm": 1e-3, "eta": 2.0},
                     {"initial_norm": 1e-3, "adaptive_rate": True}):
         theirs = modular.fourier_staircase(x, **options)
+        staircase = groups.agf_staircase if "initial_norm" in options else groups.limit_staircase
         for whole_classes in (False, True):
-            ours = groups.fourier_staircase(x, G, whole_classes=whole_classes, **options)
+            ours = staircase(x, G, whole_classes=whole_classes, **options)
             assert ours.order == list(theirs.order) and ours.time_unit == theirs.time_unit
             np.testing.assert_allclose(ours.times, theirs.times, rtol=1e-12)
             np.testing.assert_allclose(ours.losses, theirs.losses, atol=1e-12)
@@ -447,7 +449,7 @@ def test_whole_class_levels_are_the_losses_of_the_learned_templates(name, k):
     levels = groups.levels(x, G, k=k, whole_classes=True)
     assert abs(levels[0] - 0.5 * x @ x) < 1e-14 and abs(levels[-1]) < 1e-12
     order = groups.learning_order(x, G, k=k)
-    staircase = groups.fourier_staircase(x, G, k=k, whole_classes=True)
+    staircase = groups.limit_staircase(x, G, k=k, whole_classes=True)
     np.testing.assert_array_equal(staircase.losses, levels)
     assert list(staircase.order) == order
     X, Y = groups.dataset(x, G, k=k)
@@ -534,8 +536,8 @@ def test_jump_times_are_when_an_aligned_neuron_reaches_norm_one(k, adaptive_rate
     G = groups.dihedral(5)
     x = random_template(G, 70)
     nu, eta, kappa = 0.05, 1.5, k + 1
-    staircase = groups.fourier_staircase(x, G, k=k, initial_norm=nu, eta=eta, adaptive_rate=adaptive_rate)
-    assert str(staircase.time_unit) == "t"
+    staircase = groups.agf_staircase(x, G, k=k, initial_norm=nu, eta=eta, adaptive_rate=adaptive_rate)
+    assert staircase.time_unit == GF_TIME
     steps = groups.learning_steps(x, G, k=k)
     assert staircase.order == [step[0].irrep_class for step in steps]
     assert abs(steps[0][0].utility / groups.max_utility(x, G, k=k) - 1) < 1e-14
@@ -551,10 +553,18 @@ def test_jump_times_are_when_an_aligned_neuron_reaches_norm_one(k, adaptive_rate
 def test_rescaled_units_of_the_small_initialization_limit():
     G = groups.dihedral(3)
     x = random_template(G, 80)
-    assert str(groups.fourier_staircase(x, G, k=2).time_unit) == "t·α"
-    assert str(groups.fourier_staircase(x, G, k=3).time_unit) == "t·α^2"
-    assert str(groups.fourier_staircase(x, G, k=3, adaptive_rate=True).time_unit) == "t/log(1/α)"
-    assert str(groups.fourier_staircase(x, G, k=1).time_unit) == "t/log(1/α)"
+    assert groups.limit_staircase(x, G, k=2).time_unit == TimeUnit.alpha_power(1)
+    assert groups.limit_staircase(x, G, k=3).time_unit == TimeUnit.alpha_power(2)
+    assert groups.limit_staircase(x, G, k=3, adaptive_rate=True).time_unit == LOG_TIME
+    assert groups.limit_staircase(x, G, k=1).time_unit == LOG_TIME
+    # the limit is the finite-α staircase times the rescaling factor, as α → 0
+    for k, adaptive_rate in ((2, False), (3, False), (2, True)):
+        limit = groups.limit_staircase(x, G, k=k, adaptive_rate=adaptive_rate)
+        for alpha in (1e-40, 1e-100):
+            finite = groups.agf_staircase(x, G, k=k, initial_norm=alpha, adaptive_rate=adaptive_rate)
+            rescaled = finite.in_units(limit.time_unit, alpha)
+            np.testing.assert_allclose(rescaled.times, limit.times, rtol=1e-12)
+            np.testing.assert_array_equal(rescaled.losses, limit.losses)
 
 
 def test_output_power_of_the_target_is_the_class_power_of_the_template():
@@ -629,11 +639,17 @@ def test_theory_rejects_bad_templates_and_options():
     with pytest.raises(TypeError, match="u_hat must be a list of 3 arrays"):
         groups.inverse_fourier(np.ones(6), G)
     with pytest.raises(ValueError, match="initial_norm must be below one"):
-        groups.fourier_staircase(x, G, initial_norm=2.0)
+        groups.agf_staircase(x, G, initial_norm=2.0)
     with pytest.raises(ValueError, match="initial_norm = 1e-100 gives jump times beyond float range"):
-        groups.fourier_staircase(x, G, k=5, initial_norm=1e-100)
+        groups.agf_staircase(x, G, k=5, initial_norm=1e-100)
+    with pytest.raises(TypeError, match="initial_norm must be a real number"):
+        groups.agf_staircase(x, G, initial_norm=None)
+    with pytest.raises(TypeError, match="initial_norm"):
+        groups.agf_staircase(x, G)
     with pytest.raises(TypeError, match="eta must be a real number"):
-        groups.fourier_staircase(x, G, eta="fast")
+        groups.limit_staircase(x, G, eta="fast")
+    with pytest.raises(TypeError, match="whole_classes must be True or False"):
+        groups.limit_staircase(x, G, whole_classes=1)
     with pytest.raises(ValueError, match="dataset|too many"):
         groups.dataset(random_template(groups.symmetric4(), 0), groups.symmetric4(), k=5)
     with pytest.raises(ValueError, match="theta must have shape"):
