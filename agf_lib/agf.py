@@ -38,8 +38,8 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-from .flow import (SOLVER_CLASSES, PolarField, check_max_jumps, check_network, check_solver, pack,
-                   single_thread, to_polar, unpack_data)
+from ._polar import PolarField, pack, to_polar
+from .flow import SOLVER_CLASSES, check_max_jumps, check_network, check_solver, single_thread, unpack_data
 from .results import Staircase
 from .validation import check_positive
 

@@ -40,6 +40,7 @@ import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau, solve_ivp
 from tqdm import tqdm
 
+from ._polar import PolarField, pack, to_polar
 from .network import TwoLayerNetwork
 from .results import Trajectory
 from .validation import check_positive
@@ -108,123 +109,6 @@ def unpack_data(network, data):
     if not isinstance(data, (tuple, list)) or len(data) != 2:
         raise TypeError("data must be a pair (X, y)")
     return network.check_data(*data)
-
-
-def to_polar(theta, name="theta0"):
-    """Split parameters ``(H, P)`` (in the network's chart, ``network.to_chart(θ)``) into unit directions
-    and log-norms."""
-    norms = np.sqrt(np.einsum("hp,hp->h", theta, theta))
-    if np.any(norms == 0):
-        raise ValueError(f"every neuron of {name} must be nonzero (its direction is undefined at the origin)")
-    return theta / norms[:, None], np.log(norms)
-
-
-class PolarField:
-    """Velocity of gradient flow in polar coordinates for a subset ``index`` of the neurons.
-
-    The state vector holds the directions and log-norms of the neurons in ``index``; the other
-    neurons output nothing (their weight ``e^{κℓ}`` is replaced by zero) but keep a direction in
-    ``self.dirs``, so networks whose neurons see different inputs (``g_i(x)``) are evaluated whole.
-    Called with a fixed ``residual``, it is the utility flow of dormant neurons that do not enter
-    the residual, the first step of AGF (paper Eq. 2). ``evaluations`` counts utility-gradient calls.
-    """
-
-    def __init__(self, network, X, y, dirs, eta=1.0, adaptive_rate=False):
-        self.network, self.X, self.y = network, X, y
-        self.dirs = dirs.copy()
-        self.eta, self.adaptive_rate = eta, adaptive_rate
-        self.kappa = float(network.kappa)
-        self.evaluations = 0
-
-    def full(self, dirs, logn, index):
-        """Directions of all neurons and the weights ``e^{κℓ_i}`` (zero outside ``index``; ``None``: all, or
-        only the neurons in ``index`` when the network's neurons share their inputs)."""
-        if index is None or self.network.neurons_share_inputs:
-            return dirs, np.exp(self.kappa * logn)
-        all_dirs = self.dirs.copy()
-        all_dirs[index] = dirs
-        weights = np.zeros(self.network.num_neurons)
-        weights[index] = np.exp(self.kappa * logn)
-        return all_dirs, weights
-
-    def outputs(self, dirs, logn, index):
-        """``Σ_{i ∈ index} e^{κℓ_i} f_i(·; θ̄_i)``, shape (n, c)."""
-        all_dirs, weights = self.full(dirs, logn, index)
-        return self.network.weighted_output(all_dirs, self.X, weights)
-
-    def utility_gradient(self, dirs, logn, residual, index):
-        """``∇U_i(θ̄_i; r)`` of the neurons in ``index`` at their unit directions, shape (len(index), P)."""
-        self.evaluations += 1
-        if index is None or self.network.neurons_share_inputs:
-            return self.network.chart_utility_gradient(dirs, self.X, residual)[1]
-        all_dirs = self.dirs.copy()
-        all_dirs[index] = dirs
-        return self.network.chart_utility_gradient(all_dirs, self.X, residual)[1][index]
-
-    def params(self, dirs, logn):
-        """The parameters ``θ_i = e^{ℓ_i} θ̄_i`` in the network's own coordinates, shape (H, P)."""
-        return self.network.from_chart(np.exp(logn)[:, None] * dirs)
-
-    def tolerances(self, atol, H):
-        """``atol`` for :func:`scipy.integrate.solve_ivp`: in a chart (see :class:`TwoLayerNetwork`),
-        small direction components carry information and get a purely relative error control."""
-        if not self.network.has_chart:
-            return atol
-        return np.concatenate([np.full(H * self.network.num_params, 1e-300), np.full(H, atol)])
-
-    def rate(self, logn):
-        """The learning rate ``η‖θ_i‖^{κ−2}`` of each neuron's polar flow: a scalar ``η`` for κ = 2 or with
-        the adaptive rate, an array otherwise."""
-        if self.adaptive_rate or self.kappa == 2:
-            return self.eta
-        return self.eta * np.exp((self.kappa - 2) * logn)
-
-    def velocity(self, dirs, logn, residual, index):
-        """``(dθ̄/dt, dℓ/dt)`` of the neurons in ``index`` for a given residual."""
-        grad = self.utility_gradient(dirs, logn, residual, index)
-        radial = np.einsum("hp,hp->h", grad, dirs)
-        rate = self.rate(logn)
-        tangent = grad - radial[:, None] * dirs
-        if np.ndim(rate):
-            return rate[:, None] * tangent, rate * radial
-        return rate * tangent, rate * radial
-
-    @staticmethod
-    def split(state, H):
-        dirs = state[:-H].reshape(H, -1)
-        dirs = dirs / np.sqrt(np.einsum("hp,hp->h", dirs, dirs))[:, None]
-        return dirs, state[-H:]
-
-    def __call__(self, state, index=None, residual=None):
-        H = self.network.num_neurons if index is None else len(index)
-        dirs, logn = self.split(state, H)
-        if residual is None:
-            residual = self.y - self.outputs(dirs, logn, index)
-        d_dirs, d_logn = self.velocity(dirs, logn, residual, index)
-        velocity = np.empty(state.size)
-        velocity[:-H] = d_dirs.ravel()
-        velocity[-H:] = d_logn
-        return velocity
-
-    def loss(self, dirs, logn, index=None):
-        residual = self.y - self.outputs(dirs, logn, index)
-        return 0.5 * float(np.einsum("nc,nc->", residual, residual)) / self.X.shape[0]
-
-    def losses(self, states):
-        """The loss at each column of ``states`` (polar states of all neurons, shape (S, T))."""
-        H, n = self.network.num_neurons, self.X.shape[0]
-        dirs = states[:-H].T.reshape(states.shape[1], H, -1)
-        dirs = dirs / np.sqrt(np.einsum("thp,thp->th", dirs, dirs))[..., None]
-        weights = np.exp(self.kappa * states[-H:].T)
-        losses = np.empty(states.shape[1])
-        for k in range(losses.size):
-            residual = self.y - self.network.weighted_output(dirs[k], self.X, weights[k])
-            losses[k] = 0.5 * np.einsum("nc,nc->", residual, residual) / n
-        return losses
-
-
-def pack(dirs, logn):
-    return np.concatenate([dirs.ravel(), logn])
 
 
 def sample_times(t_end, step_times, num_samples, times=None):

@@ -10,7 +10,7 @@ from scipy.integrate import solve_ivp
 
 import agf_lib
 from agf_lib import FeedForwardNetwork, diagonal, gradient_flow
-from agf_lib.flow import PolarField, pack, to_polar
+from agf_lib._polar import PolarField, pack, to_polar
 
 
 @pytest.fixture

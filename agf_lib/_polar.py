@@ -1,0 +1,150 @@
+"""The polar state both engines integrate: each neuron as a unit direction and a log-norm.
+
+Gradient flow ``dΘ/dt = −η∇L(Θ)`` in the coordinates the paper's Eq. (2) suggests: each neuron is
+split into its direction ``θ̄_i = θ_i/‖θ_i‖`` and its log-norm ``ℓ_i = log‖θ_i‖``. With
+``r = y − Σ_j e^{κℓ_j} f_j(·; θ̄_j)`` the residual and ``U_i`` the utility (paper Eq. 1), κ-homogeneity
+turns gradient flow into (exactly, no approximation)
+
+    dθ̄_i/dt = η e^{(κ−2)ℓ_i} (I − θ̄_i θ̄_iᵀ) ∇U_i(θ̄_i; r),
+    dℓ_i/dt  = η e^{(κ−2)ℓ_i} θ̄_iᵀ ∇U_i(θ̄_i; r)      (= η κ e^{(κ−2)ℓ_i} U_i(θ̄_i; r) by Euler's identity).
+
+With a fixed residual this is AGF's utility flow (its first phase); with the residual of the neurons
+being integrated it is gradient flow of those neurons (AGF's cost phase, or gradient flow itself).
+The state vector is ``(θ̄_1, …, θ̄_H, ℓ_1, …, ℓ_H)``, in the network's chart (see
+:class:`~agf_lib.network.TwoLayerNetwork`). Private: :mod:`agf_lib.flow` and :mod:`agf_lib.agf` use it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["PolarField", "to_polar", "pack"]
+
+
+def to_polar(theta, name="theta0"):
+    """Split parameters ``(H, P)`` (in the network's chart, ``network.to_chart(θ)``) into unit directions
+    and log-norms."""
+    norms = np.sqrt(np.einsum("hp,hp->h", theta, theta))
+    if np.any(norms == 0):
+        raise ValueError(f"every neuron of {name} must be nonzero (its direction is undefined at the origin)")
+    return theta / norms[:, None], np.log(norms)
+
+
+def pack(dirs, logn):
+    return np.concatenate([dirs.ravel(), logn])
+
+
+class PolarField:
+    """Velocity of gradient flow in polar coordinates for a subset ``index`` of the neurons.
+
+    The state vector holds the directions and log-norms of the neurons in ``index``; the other
+    neurons output nothing (their weight ``e^{κℓ}`` is replaced by zero) but keep a direction in
+    ``self.dirs``, so networks whose neurons see different inputs (``g_i(x)``) are evaluated whole.
+    Called with a fixed ``residual``, it is the utility flow of dormant neurons that do not enter
+    the residual, the first step of AGF (paper Eq. 2). ``evaluations`` counts utility-gradient calls.
+
+    A call costs one network evaluation (outputs and utility gradient) plus about ten small NumPy
+    operations; it is the right-hand side the solvers call thousands of times.
+    """
+
+    def __init__(self, network, X, y, dirs, eta=1.0, adaptive_rate=False):
+        self.network, self.X, self.y = network, X, y
+        self.dirs = dirs.copy()
+        self.eta, self.adaptive_rate = eta, adaptive_rate
+        self.kappa = float(network.kappa)
+        self.scalar_rate = bool(adaptive_rate) or self.kappa == 2
+        self.evaluations = 0
+
+    def full(self, dirs, logn, index):
+        """Directions of all neurons and the weights ``e^{κℓ_i}`` (zero outside ``index``; ``None``: all, or
+        only the neurons in ``index`` when the network's neurons share their inputs)."""
+        if index is None or self.network.neurons_share_inputs:
+            return dirs, np.exp(self.kappa * logn)
+        all_dirs = self.dirs.copy()
+        all_dirs[index] = dirs
+        weights = np.zeros(self.network.num_neurons)
+        weights[index] = np.exp(self.kappa * logn)
+        return all_dirs, weights
+
+    def outputs(self, dirs, logn, index):
+        """``Σ_{i ∈ index} e^{κℓ_i} f_i(·; θ̄_i)``, shape (n, c)."""
+        all_dirs, weights = self.full(dirs, logn, index)
+        return self.network.weighted_output(all_dirs, self.X, weights)
+
+    def utility_gradient(self, dirs, logn, residual, index):
+        """``∇U_i(θ̄_i; r)`` of the neurons in ``index`` at their unit directions, shape (len(index), P)."""
+        self.evaluations += 1
+        if index is None or self.network.neurons_share_inputs:
+            return self.network.chart_utility_gradient(dirs, self.X, residual)[1]
+        all_dirs = self.dirs.copy()
+        all_dirs[index] = dirs
+        return self.network.chart_utility_gradient(all_dirs, self.X, residual)[1][index]
+
+    def params(self, dirs, logn):
+        """The parameters ``θ_i = e^{ℓ_i} θ̄_i`` in the network's own coordinates, shape (H, P)."""
+        return self.network.from_chart(np.exp(logn)[:, None] * dirs)
+
+    def tolerances(self, atol, H):
+        """``atol`` for :func:`scipy.integrate.solve_ivp`: in a chart (see :class:`TwoLayerNetwork`),
+        small direction components carry information and get a purely relative error control."""
+        if not self.network.has_chart:
+            return atol
+        return np.concatenate([np.full(H * self.network.num_params, 1e-300), np.full(H, atol)])
+
+    def _into(self, out, grad, dirs, logn, H):
+        """Write ``(dθ̄/dt, dℓ/dt)`` for utility gradients ``grad`` at ``dirs`` into the flat array ``out``."""
+        m = out.size - H
+        radial = (grad * dirs).sum(1)
+        tangent = out[:m].reshape(H, -1)
+        np.multiply(radial[:, None], dirs, out=tangent)
+        np.subtract(grad, tangent, out=tangent)
+        out[m:] = radial
+        if not self.scalar_rate:              # the rate η‖θ_i‖^{κ−2} of each neuron
+            rate = self.eta * np.exp((self.kappa - 2.0) * logn)
+            tangent *= rate[:, None]
+            out[m:] *= rate
+        elif self.eta != 1.0:
+            out *= self.eta
+        return out
+
+    def velocity(self, dirs, logn, residual, index):
+        """``(dθ̄/dt, dℓ/dt)`` of the neurons in ``index`` for a given residual."""
+        H = dirs.shape[0]
+        out = self._into(np.empty(dirs.size + H), self.utility_gradient(dirs, logn, residual, index), dirs, logn, H)
+        return out[:-H].reshape(H, -1), out[-H:]
+
+    @staticmethod
+    def split(state, H):
+        dirs = state[:-H].reshape(H, -1)
+        return dirs * (1.0 / np.sqrt((dirs * dirs).sum(1)))[:, None], state[-H:]
+
+    def __call__(self, state, index=None, residual=None):
+        H = self.network.num_neurons if index is None else len(index)
+        dirs, logn = self.split(state, H)
+        if index is None or self.network.neurons_share_inputs:   # the common case, without indirection
+            network = self.network
+            if residual is None:
+                residual = self.y - network.weighted_output(dirs, self.X, np.exp(self.kappa * logn))
+            self.evaluations += 1
+            grad = network.chart_utility_gradient(dirs, self.X, residual)[1]
+        else:
+            if residual is None:
+                residual = self.y - self.outputs(dirs, logn, index)
+            grad = self.utility_gradient(dirs, logn, residual, index)
+        return self._into(np.empty(state.size), grad, dirs, logn, H)
+
+    def loss(self, dirs, logn, index=None):
+        residual = self.y - self.outputs(dirs, logn, index)
+        return 0.5 * float(np.einsum("nc,nc->", residual, residual)) / self.X.shape[0]
+
+    def losses(self, states):
+        """The loss at each column of ``states`` (polar states of all neurons, shape (S, T))."""
+        H, n = self.network.num_neurons, self.X.shape[0]
+        dirs = states[:-H].T.reshape(states.shape[1], H, -1)
+        dirs = dirs / np.sqrt(np.einsum("thp,thp->th", dirs, dirs))[..., None]
+        weights = np.exp(self.kappa * states[-H:].T)
+        losses = np.empty(states.shape[1])
+        for k in range(losses.size):
+            residual = self.y - self.network.weighted_output(dirs[k], self.X, weights[k])
+            losses[k] = 0.5 * np.einsum("nc,nc->", residual, residual) / n
+        return losses
