@@ -138,13 +138,25 @@ class PolarField:
         return 0.5 * float(np.einsum("nc,nc->", residual, residual)) / self.X.shape[0]
 
     def losses(self, states):
-        """The loss at each column of ``states`` (polar states of all neurons, shape (S, T))."""
-        H, n = self.network.num_neurons, self.X.shape[0]
-        dirs = states[:-H].T.reshape(states.shape[1], H, -1)
+        """The loss at each column of ``states`` (polar states of all neurons, shape (S, T)).
+
+        Networks whose neurons share their inputs are evaluated on many samples at once, as one network of
+        ``T·H`` neurons (in chunks of about two million output numbers); others one sample at a time."""
+        network, X, y = self.network, self.X, self.y
+        H, (n, c), T = network.num_neurons, y.shape, states.shape[1]
+        dirs = states[:-H].T.reshape(T, H, -1)
         dirs = dirs / np.sqrt(np.einsum("thp,thp->th", dirs, dirs))[..., None]
         weights = np.exp(self.kappa * states[-H:].T)
-        losses = np.empty(states.shape[1])
-        for k in range(losses.size):
-            residual = self.y - self.network.weighted_output(dirs[k], self.X, weights[k])
+        losses = np.empty(T)
+        if network.neurons_share_inputs:
+            chunk = max(1, 2_000_000 // (H * n * c))
+            for start in range(0, T, chunk):
+                rows = slice(start, start + chunk)
+                outputs = network.chart_outputs(dirs[rows].reshape(-1, dirs.shape[2]), X).reshape(-1, H, n, c)
+                residual = y - np.einsum("thnc,th->tnc", outputs, weights[rows])
+                losses[rows] = 0.5 * np.einsum("tnc,tnc->t", residual, residual) / n
+            return losses
+        for k in range(T):
+            residual = y - network.weighted_output(dirs[k], X, weights[k])
             losses[k] = 0.5 * np.einsum("nc,nc->", residual, residual) / n
         return losses
