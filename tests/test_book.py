@@ -449,6 +449,46 @@ def test_no_javascript_error_and_no_network_request_in_chromium(book_build, brow
     assert not problems, f"{page}: the browser console reports:\n" + "\n".join(problems)
 
 
+SEARCH_PROBE = r"""<!doctype html><html><head><meta charset="utf-8">
+<script src="_static/documentation_options.js"></script>
+<script src="_static/doctools.js"></script>
+<script src="_static/search_math.js"></script>
+<script src="_static/searchtools.js"></script>
+<script>
+document.addEventListener("DOMContentLoaded", function () {
+  var page = '<div role="main"><p>jump times scale like <span class="math notranslate nohighlight">' +
+             '\\(\\log(1/\\alpha)\\)</span> as alpha shrinks</p></div>';
+  var out = document.createElement("pre");
+  out.id = "agf-snippet";
+  out.textContent = Search.htmlToText(page, "");
+  document.body.appendChild(out);
+});
+</script></head><body></body></html>"""
+
+
+@pytest.mark.book
+def test_search_snippets_show_no_tex_source(book_build, tmp_path):
+    """Sphinx's search quotes a page's text from its HTML, where math is TeX until MathJax runs on the page:
+    _static/search_math.js (loaded before searchtools.js on the search page) cuts math from the quote."""
+    _, _, html = book_build
+    search = (html / "search.html").read_text()
+    assert 0 <= search.find("_static/search_math.js") < search.find("_static/searchtools.js"), \
+        "search.html must load search_math.js before searchtools.js"
+    chromium = chromium_or_skip()
+    probe = html / "_agf_search_probe.html"
+    probe.write_text(SEARCH_PROBE)
+    try:
+        dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
+                              f"--user-data-dir={tmp_path}", "--dump-dom", "--virtual-time-budget=5000",
+                              probe.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    finally:
+        probe.unlink()
+    snippet = re.search(r'<pre id="agf-snippet">(.*?)</pre>', dom, re.DOTALL)
+    assert snippet, f"the search probe page reported nothing:\n{dom[-2000:]}"
+    text = html_lib.unescape(snippet.group(1))
+    assert text == "jump times scale like … as alpha shrinks", text
+
+
 @pytest.mark.book
 @pytest.mark.parametrize("page", ["intro"] + [entry for entry in toc_files() if entry.startswith("chapters/")])
 def test_math_renders_offline_in_headless_chromium(book_build, browser_reports, page):
