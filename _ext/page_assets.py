@@ -8,9 +8,9 @@
 - Jupyter Book always loads sphinx-thebe. With Thebe off (``launch_buttons.thebe: false`` in
   _config.yml), its script, stylesheet, inline configuration (which names a thebe bundle on
   unpkg.com) and per-page kernel settings serve nothing, and are dropped too.
-- The launch buttons (Binder, Colab) of _config.yml need ``repository.url``: the book theme fails on
+- The launch button (Binder) of _config.yml needs ``repository.url``: the book theme fails on
   every notebook page when a launch URL is set without it. While it is empty, the launch URLs are
-  cleared, so setting ``repository.url`` is all it takes to turn the buttons on.
+  cleared, so setting ``repository.url`` is all it takes to turn the button on.
 """
 
 import re
