@@ -189,7 +189,7 @@ class FeedForwardNetwork(TwoLayerNetwork):
         U_i = E_n[σ(z_in) m_in],   ∇_{w_i} U_i = E_n[σ'(z_in) m_in x_n],   ∇_{a_i} U_i = E_n[σ(z_in) r_n].
     """
 
-    def __init__(self, d, H, c=1, activation="linear"):
+    def __init__(self, d, H, c=1, *, activation="linear"):
         d, H, c = check_int(d, "d"), check_int(H, "H"), check_int(c, "c")
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")

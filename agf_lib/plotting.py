@@ -180,7 +180,7 @@ def figure(nrows=1, ncols=1, *, width=COLUMN_WIDTH_IN, panel_height=PANEL_HEIGHT
     return fig, axes
 
 
-def legend_outside(target, where="right", ncols=None, **legend_kw):
+def legend_outside(target, *, where="right", ncols=None, **legend_kw):
     """A legend that covers no data: right of the axes (``where="right"``) or below the figure's panels
     (``where="below"``, one legend for the whole figure, the entries in ``ncols`` columns).
 
@@ -223,7 +223,7 @@ def alpha_colors(alphas, cmap="viridis"):
     return [mpl.colormaps[cmap](p) for p in positions]
 
 
-def plot_staircase(ax, staircase, t_end=None, label="AGF", **style):
+def plot_staircase(ax, staircase, t_end=None, *, label="AGF", **style):
     """Draw ``staircase`` as a step function up to ``t_end`` (default: a quarter past the last jump)."""
     if not isinstance(staircase, Staircase):
         raise TypeError(f"staircase must be a Staircase, got {type(staircase).__name__}")
@@ -237,7 +237,7 @@ def mark_jumps(ax, times, **style):
         ax.axvline(t, **{"color": "0.5", "linewidth": 0.8, "linestyle": ":", **style})
 
 
-def plot_losses(trajectories, labels=None, colors=None, staircase=None, ax=None, logy=True, t_end=None,
+def plot_losses(trajectories, *, labels=None, colors=None, staircase=None, ax=None, logy=True, t_end=None,
                 staircase_label="AGF"):
     """Loss curves of several trajectories, with a staircase overlaid; returns the axes.
 

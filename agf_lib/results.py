@@ -4,7 +4,7 @@ and the unit their times are measured in, :class:`TimeUnit`."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 
 import numpy as np
 
@@ -119,6 +119,7 @@ class Trajectory:
 
     times: np.ndarray
     losses: np.ndarray
+    _: KW_ONLY
     params: np.ndarray | None = None
     log_norms: np.ndarray | None = None
     time_unit: TimeUnit = GF_TIME
@@ -157,7 +158,7 @@ class Trajectory:
         """Loss at time(s) ``t`` by linear interpolation between samples."""
         return np.interp(t, self.times, self.losses)
 
-    def rescale_time(self, factor, unit=None):
+    def rescale_time(self, factor, *, unit=None):
         """A copy with every time multiplied by ``factor``, labelled ``unit`` (for units with no α;
         for the standard rescalings use :meth:`in_units`)."""
         factor = _positive_scale(factor)
@@ -229,6 +230,7 @@ class Staircase:
     times: np.ndarray
     losses: np.ndarray
     order: list
+    _: KW_ONLY
     states: list | None = None
     active: list | None = None
     time_unit: TimeUnit = GF_TIME
@@ -258,7 +260,7 @@ class Staircase:
         k = np.searchsorted(self.times, np.asarray(t, dtype=float), side="right") - 1
         return self.losses[np.clip(k, 0, None)]
 
-    def rescale_time(self, factor, unit=None):
+    def rescale_time(self, factor, *, unit=None):
         """A copy with every jump time multiplied by ``factor``, labelled ``unit`` (for units with no α;
         for the standard rescalings use :meth:`in_units`)."""
         factor = _positive_scale(factor)
