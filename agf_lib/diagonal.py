@@ -12,6 +12,11 @@ time; the paper's accumulated utility and sign are ``𝒮_i = log cosh(2ψ_i) / 
 ``η_α = −log(√2 α)`` and ``ρ_i = sgn ψ_i`` (Theorem C.4). A coordinate activates when its norm
 reaches one, ``𝒮_i = 1``, i.e. ``|ψ_i| = ψ*(α) = ½ arccosh(1/(2α²))`` (Corollary C.5), and the cost
 step is least squares with the signs of the active coordinates fixed (Section C.2).
+
+The setting's roles (the contract of every setting module): :class:`DiagonalLinearNetwork`;
+:func:`initial_theta`; data ``(X, y)`` given by the caller; :func:`agf_staircase`, AGF in closed form at
+finite α in GF time; :func:`limit_staircase`, its α → 0 limit (Pesme–Flammarion) in ``t/log(1/α)``; and
+:func:`exact_flow`, gradient flow integrated exactly in the coordinates ψ.
 """
 
 from __future__ import annotations
@@ -24,11 +29,20 @@ from scipy.optimize import lsq_linear
 
 from .flow import check_max_jumps, check_num_samples, check_solver, sample_times
 from .network import TwoLayerNetwork, as_data
-from .results import Staircase, Trajectory
+from .results import GF_TIME, LOG_TIME, Staircase, Trajectory
 from .validation import check_positive, check_int
 
-__all__ = ["DiagonalLinearNetwork", "initial_theta", "agf", "pesme_flammarion", "activation_threshold",
-           "sign_constrained_least_squares", "gradient_flow", "beta_of_psi", "log_cosh"]
+__all__ = ["DiagonalLinearNetwork", "initial_theta", "agf_staircase", "limit_staircase", "exact_flow",
+           "activation_threshold", "sign_constrained_least_squares", "beta_of_psi", "log_cosh"]
+
+
+_CHART_SIGNS = np.array([1.0, -1.0])           # ∇_φ of β = ½(p² − q²) is (p, −q)
+
+
+def _beta(phi):
+    """``β = ½(p − q)(p + q)`` in the chart, factored so that ``β`` keeps its relative accuracy when ``p ≈ q``."""
+    p, q = phi[:, 0], phi[:, 1]
+    return 0.5 * (p - q) * (p + q)
 
 
 class DiagonalLinearNetwork(TwoLayerNetwork):
@@ -63,26 +77,30 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
         return np.stack([p + q, p - q], axis=1) / math.sqrt(2.0)
 
     def chart_outputs(self, phi, X):
-        p, q = phi[:, 0], phi[:, 1]
-        return ((0.5 * (p - q) * (p + q))[:, None] * X.T)[:, :, None]
+        return (_beta(phi)[:, None] * X.T)[:, :, None]
 
     def chart_utility_gradient(self, phi, X, residual):
-        minus_grad = X.T @ residual[:, 0] / X.shape[0]
-        p, q = phi[:, 0], phi[:, 1]
-        grad = phi * minus_grad[:, None]
-        grad[:, 1] *= -1.0
-        return 0.5 * (p - q) * (p + q) * minus_grad, grad
+        minus_grad = (residual[:, 0] @ X) * (1.0 / X.shape[0])
+        grad = phi * (minus_grad[:, None] * _CHART_SIGNS)
+        return _beta(phi) * minus_grad, grad
 
     def weighted_output(self, phi, X, weights):
-        p, q = phi[:, 0], phi[:, 1]
-        return (X @ (weights * 0.5 * (p - q) * (p + q)))[:, None]
+        return (X @ (weights * _beta(phi)))[:, None]
+
+    def initial_theta(self, *, alpha, seed=0):
+        """See :func:`initial_theta` (``seed`` is accepted for the contract and unused: no randomness)."""
+        return initial_theta(self.input_dim, alpha=alpha)
 
     def __repr__(self):
         return f"DiagonalLinearNetwork(d={self.input_dim})"
 
 
-def initial_theta(d, alpha):
-    """The paper's initialization for diagonal networks: ``u = √2 α``, ``v = 0``; shape ``(d, 2)``."""
+def initial_theta(d, *, alpha):
+    """The paper's initialization for diagonal networks (Section 3): ``u = √2 α``, ``v = 0``; shape ``(d, 2)``.
+
+    Deterministic, so it takes no seed: every neuron starts at the same point, on the hyperbola
+    ``u² − v² = 2α²`` at ``ψ = 0``.
+    """
     alpha = check_positive(alpha, "alpha")
     theta = np.zeros((check_int(d, "d"), 2))
     theta[:, 0] = math.sqrt(2.0) * alpha
@@ -150,8 +168,8 @@ def beta_of_psi(psi, alpha):
     return _beta_from_log(psi, exponent)
 
 
-def gradient_flow(X, y, alpha, t_end, *, method="DOP853", rtol=1e-10, atol=1e-12, num_samples=2000,
-                  times=None, record_params=False):
+def exact_flow(X, y, t_end, *, alpha, method="DOP853", rtol=1e-10, atol=1e-12, num_samples=2000,
+               times=None, record_params=False):
     """Exact gradient flow of the diagonal network from ``u = √2α, v = 0``, integrated in ψ coordinates.
 
     ``dψ/dt = −∇L(β)`` with ``β = α² sinh(2ψ)`` (module docstring). The conserved ``u² − v² = 2α²``
@@ -207,7 +225,7 @@ def _moments(X, y):
 ZERO_TOL = 1e-12
 """A coefficient of the cost step counts as zero when its part of the fit is this small: ``|β_i|·‖x_i‖ ≤
 ZERO_TOL·‖y‖`` (``x_i`` the i-th column of X). Such a coefficient is set to exactly zero, and in
-:func:`agf` its coordinate returns to dormancy; a coefficient of the wrong sign beyond it is an error."""
+:func:`agf_staircase` its coordinate returns to dormancy; a coefficient of the wrong sign beyond it is an error."""
 
 
 def _check_signs(signs, d):
@@ -219,7 +237,7 @@ def _check_signs(signs, d):
     return signs.astype(int)
 
 
-def sign_constrained_least_squares(X, y, signs):
+def sign_constrained_least_squares(X, y, *, signs):
     """Minimize ``E[½(y − xᵀβ)²]`` subject to ``ρ_i β_i ≥ 0`` where ``ρ_i = signs[i] ∈ {−1, +1}``
     and ``β_i = 0`` where ``signs[i] == 0`` (the AGF cost step of Section C.2), by bounded least
     squares (:func:`scipy.optimize.lsq_linear`, BVLS).
@@ -256,7 +274,7 @@ def _sign_constrained_fit(X, y, signs):
 
 
 def _saddle_to_saddle(X, y, threshold, max_jumps, tol):
-    """Shared loop of :func:`agf` and :func:`pesme_flammarion`.
+    """Shared loop of :func:`agf_staircase` and :func:`limit_staircase`.
 
     ``psi`` holds ψ_i (AGF) or ψ_i·(1/ψ*) scaled to the threshold (PF's s_i when threshold = 1).
     """
@@ -297,28 +315,29 @@ def _saddle_to_saddle(X, y, threshold, max_jumps, tol):
     return times, losses, order, states, active, deactivated
 
 
-def agf(X, y, alpha, *, max_jumps=None, tol=1e-10):
+def agf_staircase(X, y, *, alpha, max_jumps=None, tol=1e-10):
     """AGF for a diagonal linear network at finite α, in closed form (Corollary C.5), GF time units.
 
     Between jumps each dormant ψ_i moves linearly at speed ``−∇_{β_i}L(β)``; the next coordinate to
     activate is the first to reach ``|ψ_i| = ψ*(α)`` (norm one, accumulated utility 𝒮_i = 1), with
     sign ``ρ_i = sgn ψ_i``. The cost step is sign-constrained least squares; coordinates it sets to
-    zero (within :data:`ZERO_TOL` of the fit) return to dormancy with ``ψ_i = ±ψ*(α)``. Stops when every dormant coordinate has zero
-    gradient (relative to ``tol·max|Σ_xy|``) or after ``max_jumps`` jumps.
+    zero (within :data:`ZERO_TOL` of the fit) return to dormancy with ``ψ_i = ±ψ*(α)``. Stops when
+    every dormant coordinate has zero gradient (relative to ``tol·max|Σ_xy|``) or after ``max_jumps`` jumps.
 
-    Returns a :class:`Staircase` in GF time ``t``; ``states[k]`` is β on level k, ``active[k]`` its
+    Returns a :class:`Staircase` in :data:`~agf_lib.results.GF_TIME`; ``states[k]`` is β on level k, ``active[k]`` its
     support, ``deactivated[k-1]`` the coordinates that returned to dormancy at jump k.
     """
     threshold = activation_threshold(alpha)
     check_max_jumps(max_jumps)
     times, losses, order, states, active, deactivated = _saddle_to_saddle(X, y, threshold, max_jumps, tol)
-    return Staircase(np.array(times), np.array(losses), order, states=states, active=active, time_unit="t",
+    return Staircase(np.array(times), np.array(losses), order, states=states, active=active, time_unit=GF_TIME,
                      deactivated=deactivated)
 
 
-def pesme_flammarion(X, y, *, max_jumps=None, tol=1e-10):
+def limit_staircase(X, y, *, max_jumps=None, tol=1e-10):
     """The α → 0 limit of gradient flow on a diagonal network (Pesme & Flammarion 2023, Algorithm 2 of
-    the paper's Appendix C), in rescaled time ``t / log(1/α)``.
+    the paper's Appendix C), in rescaled time :data:`~agf_lib.results.LOG_TIME`, ``t / log(1/α)``:
+    ``agf_staircase(X, y, alpha=α).in_units(LOG_TIME, α)`` tends to it as α → 0 (Theorem 3.1).
 
     The integrals ``s_i(t̃) = −∫∇_{β_i}L(β(s)) ds`` move linearly between jumps; a coordinate activates
     when ``|s_i|`` reaches one, and β is the least-squares fit with the signs ``sgn s_i`` of the active
@@ -327,4 +346,4 @@ def pesme_flammarion(X, y, *, max_jumps=None, tol=1e-10):
     check_max_jumps(max_jumps)
     times, losses, order, states, active, deactivated = _saddle_to_saddle(X, y, 1.0, max_jumps, tol)
     return Staircase(np.array(times), np.array(losses), order, states=states, active=active,
-                     time_unit="t / log(1/α)", deactivated=deactivated)
+                     time_unit=LOG_TIME, deactivated=deactivated)

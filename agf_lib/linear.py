@@ -18,9 +18,14 @@ orthonormal basis vectors of the hidden space rather than on neurons (Section 4)
   ``−∇_β L(β*_k) = P⊥_{U_k} Σ_yx``.
 
 Together they give greedy low-rank learning (Li et al. 2021) and the paper's Conjecture 4.1, computed
-by :func:`greedy_low_rank`. :func:`population_data` builds ``n = d`` points whose second moments are
+by :func:`limit_staircase`. :func:`population_data` builds ``n = d`` points whose second moments are
 ``Σ_xx`` and ``Σ_yx`` exactly, so :func:`agf_lib.gradient_flow` integrates the population flow with no
-sampling; :func:`gradient_flow` integrates the same flow directly in matrix form, much faster.
+sampling; :func:`matrix_flow` integrates the same flow directly in matrix form, much faster.
+
+The setting's roles (the contract of every setting module): :class:`FullyConnectedLinearNetwork`;
+:func:`initial_theta`; the data :func:`population_data`; :func:`limit_staircase`, the α → 0 staircase in
+``t/log(1/α)``; and :func:`matrix_flow`, the setting's own fast flow. There is no closed form at finite
+α: the jump times then depend on the random initialization.
 """
 
 from __future__ import annotations
@@ -32,14 +37,13 @@ from scipy.integrate import solve_ivp
 
 from .flow import check_num_samples, check_solver, sample_times
 from .network import FeedForwardNetwork
-from .results import Staircase, Trajectory
-from .validation import as_float_array, check_positive
+from .results import LOG_TIME, Staircase, Trajectory
+from .validation import as_float_array, check_positive, real_array
 
-__all__ = ["FullyConnectedLinearNetwork", "population_data", "population_loss", "loss_gradient",
-           "regression_modes", "reduced_rank_regression", "projected_singular_values", "greedy_low_rank",
-           "gradient_flow", "RESCALED_TIME"]
+__all__ = ["FullyConnectedLinearNetwork", "initial_theta", "population_data", "population_loss", "loss_gradient",
+           "regression_modes", "reduced_rank_regression", "projected_singular_values", "limit_staircase",
+           "matrix_flow"]
 
-RESCALED_TIME = "t / log(1/α)"
 # e^x is a float64 only for x below this: log‖Θ‖ beyond half of it puts β = AW out of range
 _LOG_FLOAT_MAX = math.log(np.finfo(float).max)
 
@@ -109,23 +113,20 @@ class FullyConnectedLinearNetwork(FeedForwardNetwork):
         return f"FullyConnectedLinearNetwork(d={self.input_dim}, H={self.num_neurons}, c={self.output_dim})"
 
 
+def initial_theta(d, H, c, *, alpha, seed=0):
+    """The paper's initialization (Section 2) of ``FullyConnectedLinearNetwork(d, H, c)``, seeded:
+    rows ``(w_h, a_h)`` with ``w_h ~ N(0, α²/(2d) I)`` and ``a_h ~ N(0, α²/(2c) I)``; shape ``(H, d + c)``."""
+    return FullyConnectedLinearNetwork(d, H, c).initial_theta(alpha=alpha, seed=seed)
+
+
 # ---------------------------------------------------------------------------------------------
 # input checks
 
 
 def _as_matrix(value, name):
-    if type(value).__module__.startswith("torch"):
-        value = value.detach().cpu().numpy()
-    if isinstance(value, bool) or not isinstance(value, (np.ndarray, list, tuple)):
-        raise TypeError(f"{name} must be a 2-D numpy array (or nested list), got {type(value).__name__}")
-    try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"{name} must hold real numbers: {error}") from None
+    array = real_array(value, name, expected="a 2-D numpy array (or nested list)")
     if array.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix, got an array of shape {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} contains NaN or infinite values")
     return array
 
 
@@ -192,7 +193,7 @@ def population_data(Sigma_xx, Sigma_yx):
     return X, X @ _target(Sigma_xx, Sigma_yx).T
 
 
-def population_loss(beta, Sigma_xx, Sigma_yx, Sigma_yy=None):
+def population_loss(beta, Sigma_xx, Sigma_yx, *, Sigma_yy=None):
     """``L(β) = E[½‖y − βx‖²] = ½ tr((B − β) Σ_xx (B − β)ᵀ) + ½(tr Σ_yy − tr(B Σ_xx Bᵀ))``.
 
     ``beta`` has shape (c, d), or (..., c, d) for several maps at once. ``Sigma_yy`` defaults to the
@@ -241,7 +242,7 @@ def regression_modes(Sigma_xx, Sigma_yx):
     return mu, U
 
 
-def reduced_rank_regression(Sigma_xx, Sigma_yx, rank):
+def reduced_rank_regression(Sigma_xx, Sigma_yx, *, rank):
     """The best rank-``rank`` linear map (Izenman 1975; the paper's cost step, Eq. 43):
 
         β*_k = argmin_{rank β ≤ k} L(β) = P_{U_k} Σ_yx Σ_xx⁻¹,    P_{U_k} = U_k U_kᵀ,
@@ -255,7 +256,7 @@ def reduced_rank_regression(Sigma_xx, Sigma_yx, rank):
     return U_k @ (U_k.T @ _target(Sigma_xx, Sigma_yx))
 
 
-def projected_singular_values(Sigma_xx, Sigma_yx, rank=None):
+def projected_singular_values(Sigma_xx, Sigma_yx, *, rank=None):
     """``σ^{(l)}_i``: the singular values (decreasing) of ``P⊥_{U_l} Σ_yx = −∇_β L(β*_l)`` for
     ``l = 0, ..., rank − 1``, as an array of shape ``(rank, min(c, d))`` (row l, column i − 1).
 
@@ -273,9 +274,10 @@ def projected_singular_values(Sigma_xx, Sigma_yx, rank=None):
     return values
 
 
-def greedy_low_rank(Sigma_xx, Sigma_yx, rank=None, *, Sigma_yy=None, tol=1e-12):
+def limit_staircase(Sigma_xx, Sigma_yx, *, rank=None, Sigma_yy=None, tol=1e-12):
     """The paper's Conjecture 4.1: the α → 0 staircase of a two-layer linear network, in rescaled time
-    ``t / log(1/α)`` (AGF on orthonormal basis vectors = greedy low-rank learning, Li et al. 2021).
+    :data:`~agf_lib.results.LOG_TIME`, ``t / log(1/α)`` (AGF on orthonormal basis vectors = greedy
+    low-rank learning, Li et al. 2021).
 
     Levels: ``ℓ^{(k)} = ½ Σ_{i>k} μ_i`` (plus ``½(tr Σ_yy − Σ_i μ_i)`` for a noisy target), the loss of
     the reduced-rank regression ``β*_k`` (:func:`reduced_rank_regression`), with ``μ_i`` the eigenvalues
@@ -294,7 +296,7 @@ def greedy_low_rank(Sigma_xx, Sigma_yx, rank=None, *, Sigma_yy=None, tol=1e-12):
     Stops after ``rank`` jumps (default ``min(c, d)``; a network of width H learns at most ``min(H, c, d)``)
     or when ``P⊥_{U_k} Σ_yx`` vanishes (below ``tol`` times ``‖Σ_yx‖₂``).
 
-    Returns a :class:`Staircase` in time unit ``"t / log(1/α)"``: ``order[k−1] = k − 1`` (the index of
+    Returns a :class:`Staircase` in :data:`~agf_lib.results.LOG_TIME`: ``order[k−1] = k − 1`` (the index of
     the eigenvector of ``Σ_yx Σ_xx⁻¹ Σ_yxᵀ`` added at jump k), ``states[k] = β*_k``, ``active[k]`` the
     eigenvector indices spanning the active subspace.
     """
@@ -304,7 +306,7 @@ def greedy_low_rank(Sigma_xx, Sigma_yx, rank=None, *, Sigma_yy=None, tol=1e-12):
     tol = check_positive(tol, "tol")
     mu, U = regression_modes(Sigma_xx, Sigma_yx)
     offset = _noise_offset(Sigma_yy, mu, c)
-    sigma = projected_singular_values(Sigma_xx, Sigma_yx, rank)
+    sigma = projected_singular_values(Sigma_xx, Sigma_yx, rank=rank)
     B = _target(Sigma_xx, Sigma_yx)
     times, increments = [0.0], []
     top = sigma[0, 0] if rank else 0.0
@@ -319,15 +321,15 @@ def greedy_low_rank(Sigma_xx, Sigma_yx, rank=None, *, Sigma_yy=None, tol=1e-12):
     levels = [offset + 0.5 * float(np.sum(mu[k:])) for k in range(jumps + 1)]
     states = [U[:, :k] @ (U[:, :k].T @ B) for k in range(jumps + 1)]
     return Staircase(np.array(times), np.array(levels), list(range(jumps)), states=states,
-                     active=[tuple(range(k)) for k in range(jumps + 1)], time_unit=RESCALED_TIME)
+                     active=[tuple(range(k)) for k in range(jumps + 1)], time_unit=LOG_TIME)
 
 
 # ---------------------------------------------------------------------------------------------
 # gradient flow in matrix form
 
 
-def gradient_flow(Sigma_xx, Sigma_yx, theta0, t_end, *, Sigma_yy=None, method="DOP853", rtol=1e-10, atol=1e-12,
-                  num_samples=2000, times=None, record_params=False):
+def matrix_flow(Sigma_xx, Sigma_yx, theta0, t_end, *, Sigma_yy=None, method="DOP853", rtol=1e-10, atol=1e-12,
+                num_samples=2000, times=None, record_params=False):
     """Population gradient flow ``dW/dt = AᵀR``, ``dA/dt = RWᵀ`` with ``R = Σ_yx − AWΣ_xx`` (``η = 1``).
 
     The same flow as :func:`agf_lib.gradient_flow` on :func:`population_data` with a
@@ -337,7 +339,7 @@ def gradient_flow(Sigma_xx, Sigma_yx, theta0, t_end, *, Sigma_yy=None, method="D
     only to that accuracy).
 
     ``theta0`` has shape ``(H, d + c)`` with rows ``(w_h, a_h)`` (e.g.
-    ``FullyConnectedLinearNetwork(d, H, c).initial_theta(alpha, seed)``). Sampling options as in
+    :func:`initial_theta`). Sampling options as in
     :func:`agf_lib.gradient_flow`. Returns a :class:`Trajectory` in GF time ``t`` with the population
     loss :func:`population_loss`; with ``record_params``, ``params[k]`` is Θ at ``times[k]`` and
     ``log_norms[k]`` the neurons' log-norms.

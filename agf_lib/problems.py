@@ -27,7 +27,7 @@ import numpy as np
 
 from . import attention, diagonal, dft, groups, linear, modular, relu
 from .network import TwoLayerNetwork
-from .results import Staircase
+from .results import GF_TIME, Staircase
 
 __all__ = ["Problem", "get", "names"]
 
@@ -96,14 +96,13 @@ class Problem:
     jumps_reproduced: int
     level_outputs: Callable[[Any], np.ndarray] = field(repr=False)
 
-    @staticmethod
-    def time_scale(alpha):
-        """``log(1/α)``: GF time per unit of the rescaled time of :attr:`limit`."""
-        return math.log(1.0 / alpha)
+    def time_scale(self, alpha):
+        """GF time per unit of the rescaled time of :attr:`limit` (``log(1/α)`` for ``t/log(1/α)``)."""
+        return 1.0 / self.limit.time_unit.factor(alpha)
 
     def rescaled(self, result, alpha):
-        """``result`` (a :class:`Trajectory` or :class:`Staircase` in GF time) in the unit of :attr:`limit`."""
-        return result.rescale_time(1.0 / self.time_scale(alpha), unit=self.limit.time_unit)
+        """``result`` (a :class:`Trajectory` or :class:`Staircase`) in the unit of :attr:`limit`."""
+        return result.in_units(self.limit.time_unit, alpha)
 
     def t_end(self, alpha):
         """A GF time by which the reproduced jumps at α are over: a quarter past the last of them in the
@@ -121,13 +120,14 @@ class Problem:
 def _diagonal(name, description, X, y):
     X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)[:, None]
     d = X.shape[1]
+    limit = diagonal.limit_staircase(X, y)
     return Problem(
         name=name, description=description, chapter="03",
         network=diagonal.DiagonalLinearNetwork(d), data=(X, y),
-        initial_theta=lambda alpha: diagonal.initial_theta(d, alpha),
-        closed_form=lambda alpha: diagonal.agf(X, y, alpha), exact=True,
-        limit=diagonal.pesme_flammarion(X, y), options=_NONE, agf_options=_NONE,
-        jumps_reproduced=len(diagonal.pesme_flammarion(X, y).order), level_outputs=lambda beta: (X @ beta)[:, None])
+        initial_theta=lambda alpha: diagonal.initial_theta(d, alpha=alpha),
+        closed_form=lambda alpha: diagonal.agf_staircase(X, y, alpha=alpha), exact=True,
+        limit=limit, options=_NONE, agf_options=_NONE,
+        jumps_reproduced=limit.num_jumps, level_outputs=lambda beta: (X @ beta)[:, None])
 
 
 def _diagonal_regression():
@@ -175,8 +175,8 @@ def _linear(commuting):
         description=f"chapter 04's {kind} population problem: d = c = 4, H = 5, Sigma_yx with singular values "
                     f"(3, 2, 1, .5); greedy low-rank learning, {times}",
         chapter="04", network=network, data=(X, y),
-        initial_theta=lambda alpha: network.initial_theta(alpha, seed=0),
-        closed_form=None, exact=False, limit=linear.greedy_low_rank(Sigma_xx, Sigma_yx),
+        initial_theta=lambda alpha: linear.initial_theta(4, 5, 4, alpha=alpha, seed=0),
+        closed_form=None, exact=False, limit=linear.limit_staircase(Sigma_xx, Sigma_yx),
         options=_NONE, agf_options=_NONE, jumps_reproduced=4, level_outputs=lambda beta: X @ beta.T)
 
 
@@ -194,7 +194,7 @@ def _relu(name, description, X, y, limit):
     init = lambda alpha: network.initial_theta(alpha, seed=0)  # noqa: E731
     return Problem(
         name=name, description=description, chapter="08", network=network, data=(X, y), initial_theta=init,
-        closed_form=lambda alpha: limit.rescale_time(math.log(1.0 / _largest_norm(init(alpha))), unit="t"),
+        closed_form=lambda alpha: limit.in_units(GF_TIME, _largest_norm(init(alpha))),
         exact=False, limit=limit, options=_NONE, agf_options=_RELU_AGF, jumps_reproduced=limit.num_jumps,
         level_outputs=lambda outputs: outputs)
 

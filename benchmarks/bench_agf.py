@@ -1,8 +1,8 @@
 """Numerical AGF (``agf_lib.alternating_gradient_flow``) against the closed form and against gradient flow.
 
-On the seeded diagonal-network problem of ``common.py``, at α = 1e-6 and α = 1e-12:
+On the book's standard diagonal-network problem (``common.py``), at α = 1e-6 and α = 1e-12:
 
-(i)  the generic AGF engine against the closed form ``agf_lib.diagonal.agf`` (Corollary C.5):
+(i)  the generic AGF engine against the closed form ``agf_lib.diagonal.agf_staircase`` (Corollary C.5):
      activation order, max relative errors of jump times and loss levels, and wall times;
 (ii) the AGF staircase against the full gradient-flow trajectory (``agf_lib.gradient_flow``, default
      options, up to 1.2 × the last jump): time to get the staircase vs time to get the trajectory,
@@ -47,10 +47,10 @@ def relative_errors(values, reference):
 
 def run_alpha(X, y, alpha, repeats):
     d = X.shape[1]
-    theta0 = diagonal.initial_theta(d, alpha)
+    theta0 = diagonal.initial_theta(d, alpha=alpha)
     network = diagonal.DiagonalLinearNetwork(d)
 
-    closed, t_closed = best_of(CLOSED_FORM_REPEATS, diagonal.agf, X, y, alpha)
+    closed, t_closed = best_of(CLOSED_FORM_REPEATS, diagonal.agf_staircase, X, y, alpha=alpha)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         numeric, t_agf, agf_evals = counted(repeats, agf_lib.alternating_gradient_flow, network, (X, y), theta0)

@@ -1,15 +1,15 @@
 """``agf_lib.gradient_flow`` against the fastest honest baselines, as speed ratios at equal accuracy.
 
-Two problems, each with an independent reference flow:
+Three problems, each with an independent reference flow:
 
-* ``diagonal``: the seeded diagonal network of ``common.py`` (d = 5, n = 20) at α = 1e-12, over
-  T = 1.2 × the last jump of the closed-form AGF; reference ``diagonal.gradient_flow`` (exact ψ
+* ``diagonal``: the book's standard diagonal problem (``common.py``; d = 5, n = 20) at α = 1e-12, over
+  T = 1.2 × the last jump of the closed-form AGF; reference ``diagonal.exact_flow`` (exact ψ
   coordinates) at rtol 1e-12.
 * ``modular``: chapter 06's plain κ = 3 run (p = 11, H = 16, α = 0.05, seed 2, t up to 22/α);
   reference: the raw flow below at rtol 1e-13, atol 1e-16.
 * ``linear``: a fully connected linear network (d = 6, H = 2, c = 3) on population data of a random
   non-commuting problem (seed 7), α = 1e-8, over 1.5 × the second jump of greedy low-rank learning;
-  reference ``linear.gradient_flow`` (matrix form, its own code) at rtol 1e-12.
+  reference ``linear.matrix_flow`` (matrix form, its own code) at rtol 1e-12.
 
 Runs on each problem, one after the other in one process:
 
@@ -60,9 +60,9 @@ def diagonal_setup(quick):
     X, y = diagonal_problem()
     n, d = X.shape
     alpha = 1e-12
-    staircase = diagonal.agf(X, y, alpha)
+    staircase = diagonal.agf_staircase(X, y, alpha=alpha)
     t_end = 1.2 * (staircase.times[2] if quick else staircase.times[-1])
-    theta0 = diagonal.initial_theta(d, alpha)
+    theta0 = diagonal.initial_theta(d, alpha=alpha)
 
     def raw_rhs(t, z):
         u, v = z[:d], z[d:]
@@ -85,7 +85,7 @@ def diagonal_setup(quick):
         return np.arange(0, num_steps + 1, every) * eta, np.array(losses)
 
     def reference(times):
-        return diagonal.gradient_flow(X, y, alpha, times[-1], times=times, **REFERENCE_TOL).losses
+        return diagonal.exact_flow(X, y, times[-1], alpha=alpha, times=times, **REFERENCE_TOL).losses
 
     return dict(name="diagonal", describe=f"{describe_problem()}, α = {alpha:g}",
                 network=diagonal.DiagonalLinearNetwork(d), data=(X, y), theta0=theta0, t_end=t_end,
@@ -100,11 +100,11 @@ def linear_setup(quick):
     Sigma_yx = rng.normal(size=(c, d)) @ Sigma_xx
     X, Y = linear.population_data(Sigma_xx, Sigma_yx)
     n = X.shape[0]
-    staircase = linear.greedy_low_rank(Sigma_xx, Sigma_yx, rank=H)
+    staircase = linear.limit_staircase(Sigma_xx, Sigma_yx, rank=H)
     scale = math.log(1 / alpha)
     t_end = 1.5 * scale * (staircase.times[1] if quick else staircase.times[-1])
     network = linear.FullyConnectedLinearNetwork(d, H, c)
-    theta0 = network.initial_theta(alpha, seed=0)
+    theta0 = network.initial_theta(alpha=alpha, seed=0)
 
     def raw_rhs(t, z):
         W, A_ = z[: H * d].reshape(H, d), z[H * d :].reshape(c, H)
@@ -131,7 +131,7 @@ def linear_setup(quick):
         return np.arange(0, num_steps + 1, every) * eta, np.array(losses)
 
     def reference(times):
-        return linear.gradient_flow(Sigma_xx, Sigma_yx, theta0, times[-1], times=times, **REFERENCE_TOL).losses
+        return linear.matrix_flow(Sigma_xx, Sigma_yx, theta0, times[-1], times=times, **REFERENCE_TOL).losses
 
     raw0 = np.concatenate([theta0[:, :d].ravel(), theta0[:, d:].T.ravel()])
     return dict(name="linear", describe=f"fully connected linear, d = {d}, H = {H}, c = {c}, population data "
@@ -148,7 +148,7 @@ def modular_setup(quick):
     X, Y = modular.dataset(x)
     n = X.shape[0]
     network = modular.QuadraticModularNetwork(p, H)
-    theta0 = network.initial_theta(alpha, seed=2)
+    theta0 = network.initial_theta(alpha=alpha, seed=2)
     t_end = (12.0 if quick else 22.0) / alpha
 
     def raw_rhs(t, z):

@@ -1,10 +1,10 @@
-"""The problem every benchmark runs, and small helpers for timing and tables.
+"""The problem the benchmarks run on, and small helpers for timing and tables.
 
-The problem is the paper's high-dimensional diagonal-network example in miniature: d = 5 input
-coordinates with a power-law spread of scales, n = 20 samples, a planted β* with alternating signs
-and a little label noise, all drawn from one seeded generator. With these numbers the closed-form
-AGF (``agf_lib.diagonal.agf``) has five well-separated jumps, one per coordinate, in the order of the
-scales, and no coordinate returns to dormancy.
+The diagonal problem is the book's standard one, ``agf_lib.problems.get("diagonal")`` (the problem of
+chapter 01 and of the tests): n = 20 samples in d = 5 dimensions with column scales (1, .7, .5, .35,
+.25), a planted β ~ N(0, I) and label noise 0.1, seed 0. Its closed-form AGF
+(``agf_lib.diagonal.agf_staircase``) has five jumps, one per coordinate, and no coordinate returns to
+dormancy.
 """
 
 from __future__ import annotations
@@ -16,25 +16,19 @@ import time
 import numpy as np
 import torch
 
-D, N = 5, 20
-SCALES = np.array([1.0, 0.7, 0.5, 0.35, 0.25])  # column scales: covariance diag ≈ SCALES² (power law)
-BETA_STAR = np.array([1.0, -1.0, 1.0, -1.0, 1.0])
-NOISE = 0.01
-SEED = 2
+from agf_lib import problems
+
+PROBLEM = "diagonal"
 
 
-def diagonal_problem(seed=SEED):
-    """``(X, y)``: ``X = Z·diag(SCALES)`` with ``Z`` standard normal (n × d), ``y = Xβ* + NOISE·ε``."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((N, D)) * SCALES
-    y = X @ BETA_STAR + NOISE * rng.standard_normal(N)
-    return X, y
+def diagonal_problem():
+    """``(X, y)`` of the standard problem, ``X`` of shape (n, d) and ``y`` of shape (n,)."""
+    X, y = problems.get(PROBLEM).data
+    return X.copy(), y[:, 0].copy()
 
 
-def describe_problem(seed=SEED):
-    fmt = lambda v: "(" + ", ".join(f"{x:g}" for x in v) + ")"
-    return (f"diagonal linear network, d = {D}, n = {N}, column scales {fmt(SCALES)}, "
-            f"β* = {fmt(BETA_STAR)}, noise {NOISE:g}, seed {seed}")
+def describe_problem():
+    return f"problems.get({PROBLEM!r}): {problems.get(PROBLEM).description}"
 
 
 def machine():

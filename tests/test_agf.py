@@ -1,6 +1,6 @@
 """Specifications of `agf_lib.alternating_gradient_flow`, the numerical AGF engine (Algorithm 1).
 
-It is checked against the closed-form AGF of the diagonal network (`agf_lib.diagonal.agf`) and against
+It is checked against the closed-form AGF of the diagonal network (`agf_lib.diagonal.agf_staircase`) and against
 single neurons whose utility flow keeps its direction, for which the jump time is explicit:
 ``𝒮 = κŪ t`` reaches ``c = −log‖θ(0)‖`` (κ = 2) or ``c = ‖θ(0)‖^{2−κ} − 1`` (κ = 3).
 """
@@ -18,7 +18,7 @@ UNIT_SECOND_MOMENT_X = np.array([[1.0], [-1.0]])
 
 def generic_diagonal_agf(X, y, alpha, **options):
     d = X.shape[1]
-    return alternating_gradient_flow(diagonal.DiagonalLinearNetwork(d), (X, y), diagonal.initial_theta(d, alpha),
+    return alternating_gradient_flow(diagonal.DiagonalLinearNetwork(d), (X, y), diagonal.initial_theta(d, alpha=alpha),
                                      **options)
 
 
@@ -34,7 +34,7 @@ def test_generic_agf_matches_closed_form_diagonal_agf(problem, alpha, request):
     """Measured: times agree to 2e-9 and levels to 1e-15 on both problems; for dormant coordinates that
     reverse sign and for returns to dormancy, see the tests below."""
     X, y = request.getfixturevalue(problem)
-    exact = diagonal.agf(X, y, alpha)
+    exact = diagonal.agf_staircase(X, y, alpha=alpha)
     assert not any(exact.deactivated)
     staircase = generic_diagonal_agf(X, y, alpha)
     assert staircase.order == exact.order
@@ -53,7 +53,7 @@ def test_generic_agf_returns_the_redundant_coordinate_to_dormancy(deactivation_p
     direction must still hold u² − v² = 2α²: in plain coordinates the last jump was off by 1.6e-3 at
     α = 1e-6; in the diagonal network's chart, measured 1.3e-7 at 1e-4 and 5e-8 at 1e-10."""
     X, y = deactivation_problem
-    exact = diagonal.agf(X, y, alpha)
+    exact = diagonal.agf_staircase(X, y, alpha=alpha)
     staircase = generic_diagonal_agf(X, y, alpha)
     assert staircase.order == exact.order == [2, 0, 1, 2]
     assert staircase.deactivated == exact.deactivated == [(), (), (2,), ()]
@@ -69,7 +69,7 @@ def test_generic_agf_times_a_return_to_dormancy_to_the_engines_stated_accuracy(d
     time error 1.1e-8 at every α (below 1e-85 it once failed: a direction component of 1e-163 was squared
     to zero in the closed-form utility phase, and the cost step's solver then saw an exact zero)."""
     X, y = deactivation_problem
-    exact = diagonal.agf(X, y, alpha)
+    exact = diagonal.agf_staircase(X, y, alpha=alpha)
     staircase = generic_diagonal_agf(X, y, alpha)
     assert staircase.order == exact.order == [2, 0, 1, 2]
     assert staircase.deactivated == exact.deactivated == [(), (), (2,), ()]
@@ -84,7 +84,7 @@ def test_generic_agf_times_a_sign_reversal_of_a_dormant_coordinate(sign_reversal
     u² − v² = 2α² at |ψ| ≳ 18. In the diagonal network's chart it is a coordinate of its own; measured
     error 6e-10 at every α."""
     X, y = sign_reversal_problem
-    exact = diagonal.agf(X, y, alpha)
+    exact = diagonal.agf_staircase(X, y, alpha=alpha)
     np.testing.assert_allclose(exact.times, diagonal.activation_threshold(alpha) * np.array([0.0, 1.0, 3.6]),
                                rtol=1e-12)
     staircase = generic_diagonal_agf(X, y, alpha)
@@ -134,7 +134,7 @@ def test_balanced_square_neuron_jump_time_follows_the_kappa_three_cost_of_escape
 def test_generic_agf_stops_after_max_jumps_and_before_t_end(regression_problem):
     X, y = regression_problem
     alpha = 1e-6
-    exact = diagonal.agf(X, y, alpha)
+    exact = diagonal.agf_staircase(X, y, alpha=alpha)
     first_two = generic_diagonal_agf(X, y, alpha, max_jumps=2)
     assert first_two.order == exact.order[:2]
     np.testing.assert_allclose(first_two.times, exact.times[:3], rtol=1e-6)

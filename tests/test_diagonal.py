@@ -27,6 +27,7 @@ from conftest import make_regression
 from scipy.optimize import OptimizeResult, brentq, nnls
 
 from agf_lib import diagonal
+from agf_lib.results import LOG_TIME
 
 # (seed, n, d, correlation) of the random problems; seeds 3 and 4 send coordinates back to dormancy.
 RANDOM_PROBLEMS = [(1, 20, 3, 0.0), (2, 30, 5, 0.5), (3, 12, 8, 0.8), (4, 8, 8, 0.3), (5, 50, 6, 0.9),
@@ -180,24 +181,24 @@ def assert_same_staircase(staircase, reference, rtol):
 @pytest.mark.parametrize("problem", PROJECT_PROBLEMS, ids=PROJECT_PROBLEM_IDS)
 def test_pesme_flammarion_matches_an_independent_nnls_implementation(problem, request):
     X, y = project_problem(problem, request)
-    assert_same_staircase(diagonal.pesme_flammarion(X, y), reference_pesme_flammarion(X, y), rtol=1e-6)
+    assert_same_staircase(diagonal.limit_staircase(X, y), reference_pesme_flammarion(X, y), rtol=1e-6)
 
 
 @pytest.mark.parametrize("alpha", [1e-2, 1e-6, 1e-12])
 @pytest.mark.parametrize("problem", RANDOM_PROBLEMS, ids=PROBLEM_IDS)
 def test_diagonal_agf_matches_accumulated_utility_formulation(problem, alpha):
     X, y = make_regression(*problem)
-    assert_same_staircase(diagonal.agf(X, y, alpha), reference_agf(X, y, alpha), rtol=1e-6)
+    assert_same_staircase(diagonal.agf_staircase(X, y, alpha=alpha), reference_agf(X, y, alpha), rtol=1e-6)
 
 
 def test_the_random_problems_include_returns_to_dormancy():
-    dropped = [any(diagonal.pesme_flammarion(*make_regression(*p)).deactivated) for p in RANDOM_PROBLEMS]
+    dropped = [any(diagonal.limit_staircase(*make_regression(*p)).deactivated) for p in RANDOM_PROBLEMS]
     assert sum(dropped) >= 2
 
 
 def test_pesme_flammarion_sends_the_redundant_coordinate_back_to_dormancy(deactivation_problem):
     X, y = deactivation_problem
-    staircase = diagonal.pesme_flammarion(X, y)
+    staircase = diagonal.limit_staircase(X, y)
     assert staircase.order == [2, 0, 1, 2]
     assert staircase.deactivated == [(), (), (2,), ()]
     assert staircase.active == [(), (2,), (0, 2), (0, 1), (0, 1, 2)]
@@ -209,12 +210,12 @@ def test_pesme_flammarion_sends_the_redundant_coordinate_back_to_dormancy(deacti
 @pytest.mark.parametrize("alpha", [1e-2, 1e-4, 1e-8])
 def test_diagonal_agf_returns_coordinates_to_dormancy_like_the_reference(deactivation_problem, alpha):
     X, y = deactivation_problem
-    assert_same_staircase(diagonal.agf(X, y, alpha), reference_agf(X, y, alpha), rtol=1e-6)
+    assert_same_staircase(diagonal.agf_staircase(X, y, alpha=alpha), reference_agf(X, y, alpha), rtol=1e-6)
 
 
 def test_pesme_flammarion_on_the_sign_reversal_problem_has_the_hand_computed_staircase(sign_reversal_problem):
     X, y = sign_reversal_problem
-    staircase = diagonal.pesme_flammarion(X, y)
+    staircase = diagonal.limit_staircase(X, y)
     assert staircase.order == [0, 1]
     np.testing.assert_allclose(staircase.times, [0.0, 1.0, 3.6], rtol=1e-12)
     # ℓ0 = ½E[y²], ℓ1 = ℓ0 − ½Σ_xy,1² (β_1 = 1), ℓ2 = 0 (exact fit)
@@ -225,7 +226,7 @@ def test_pesme_flammarion_on_the_sign_reversal_problem_has_the_hand_computed_sta
 
 def test_pesme_flammarion_final_level_is_ordinary_least_squares_when_signs_allow(regression_problem):
     X, y = regression_problem
-    staircase = diagonal.pesme_flammarion(X, y)
+    staircase = diagonal.limit_staircase(X, y)
     ols = np.linalg.lstsq(X, y, rcond=None)[0]
     np.testing.assert_allclose(staircase.states[-1], ols, rtol=1e-10)
     np.testing.assert_allclose(staircase.losses[-1], half_mse(X, y, ols), rtol=1e-12)
@@ -245,7 +246,7 @@ def test_diagonal_agf_is_pesme_flammarion_at_psi_star_times_its_times(problem, r
     X, y = project_problem(problem, request)
     times, losses, order, deactivated, states = reference_pesme_flammarion(X, y)
     for alpha in [0.3, 1e-3, 1e-12, 1e-100]:
-        staircase = diagonal.agf(X, y, alpha)
+        staircase = diagonal.agf_staircase(X, y, alpha=alpha)
         assert staircase.order == order
         assert staircase.deactivated == deactivated
         np.testing.assert_allclose(staircase.times, diagonal.activation_threshold(alpha) * times, rtol=1e-11, atol=0)
@@ -255,13 +256,13 @@ def test_diagonal_agf_is_pesme_flammarion_at_psi_star_times_its_times(problem, r
 
 
 def test_agf_times_are_psi_star_times_pf_times_by_construction_of_the_implementation(regression_problem):
-    """An identity of the code, not a check of Theorem 3.1: :func:`diagonal.agf` and
-    :func:`diagonal.pesme_flammarion` run the same loop with the threshold ψ*(α) or 1, and every wait
+    """An identity of the code, not a check of Theorem 3.1: :func:`diagonal.agf_staircase` and
+    :func:`diagonal.limit_staircase` (Pesme–Flammarion) run the same loop with the threshold ψ*(α) or 1, and every wait
     scales with the threshold. The check is the test above, against an independent Algorithm 2."""
     X, y = regression_problem
-    pf = diagonal.pesme_flammarion(X, y)
+    pf = diagonal.limit_staircase(X, y)
     for alpha in [0.3, 1e-3, 1e-12, 1e-100]:
-        staircase = diagonal.agf(X, y, alpha)
+        staircase = diagonal.agf_staircase(X, y, alpha=alpha)
         np.testing.assert_allclose(staircase.times, diagonal.activation_threshold(alpha) * pf.times, rtol=1e-14)
 
 
@@ -274,10 +275,10 @@ def test_diagonal_agf_matches_pesme_flammarion_as_alpha_vanishes(problem, reques
     pf_times, pf_losses, pf_order = reference_pesme_flammarion(X, y)[:3]
 
     def rescaled_error(alpha):
-        staircase = diagonal.agf(X, y, alpha)
+        staircase = diagonal.agf_staircase(X, y, alpha=alpha)
         assert staircase.order == pf_order
         np.testing.assert_allclose(staircase.losses, pf_losses, rtol=0, atol=1e-14 * pf_losses[0])
-        rescaled = staircase.rescale_time(1.0 / math.log(1.0 / alpha), unit="t / log(1/α)")
+        rescaled = staircase.in_units(LOG_TIME, alpha)
         return float(np.max(np.abs(rescaled.times[1:] - pf_times[1:]) / pf_times[1:]))
 
     errors = [rescaled_error(alpha) for alpha in [0.3, 0.1, 0.03, 0.01]]
@@ -335,7 +336,7 @@ def test_log_cosh_matches_numpy_and_is_finite_for_huge_arguments():
 def test_exact_gradient_flow_keeps_the_hyperbola_and_norm_formula(regression_problem):
     X, y = regression_problem
     alpha = 0.1
-    trajectory = diagonal.gradient_flow(X, y, alpha, 50.0, num_samples=50, record_params=True)
+    trajectory = diagonal.exact_flow(X, y, 50.0, alpha=alpha, num_samples=50, record_params=True)
     u, v = trajectory.params[..., 0], trajectory.params[..., 1]
     np.testing.assert_allclose(u**2 - v**2, 2 * alpha**2, rtol=1e-12)
     np.testing.assert_allclose(trajectory.log_norms, 0.5 * np.log(u**2 + v**2), rtol=1e-12, atol=1e-14)
@@ -346,13 +347,13 @@ def test_exact_gradient_flow_rescaled_jump_times_approach_pesme_flammarion(regre
     """Gradient flow itself, unlike AGF, lags behind PF in rescaled time by O(1/log(1/α)): the largest
     relative jump-time error times log(1/α) stays at ≈ 0.72 on this problem while log(1/α) grows 16-fold."""
     X, y = regression_problem
-    pf = diagonal.pesme_flammarion(X, y)
+    pf = diagonal.limit_staircase(X, y)
     alphas = [1e-4, 1e-8, 1e-16, 1e-64]
     time_errors, level_errors = [], []
     for alpha in alphas:
         scale = math.log(1 / alpha)
-        trajectory = diagonal.gradient_flow(X, y, alpha, 1.2 * pf.times[-1] * scale, rtol=1e-11, atol=1e-12)
-        comparison = pf.compare(trajectory.rescale_time(1 / scale, unit=pf.time_unit))
+        trajectory = diagonal.exact_flow(X, y, 1.2 * pf.times[-1] * scale, alpha=alpha, rtol=1e-11, atol=1e-12)
+        comparison = pf.compare(trajectory.in_units(pf.time_unit, alpha))
         time_errors.append(float(comparison.time_errors.max()))
         level_errors.append(float(comparison.level_errors.max()))
     assert all(later < earlier for earlier, later in zip(time_errors, time_errors[1:])), time_errors
@@ -398,7 +399,7 @@ def test_sign_constrained_least_squares_on_an_orthogonal_design_is_the_clipped_o
     X, y, ols = orthogonal_design()
     signs = np.array(signs)
     expected = np.where(signs * ols > 0, ols, 0.0)
-    np.testing.assert_allclose(diagonal.sign_constrained_least_squares(X, y, signs), expected, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(diagonal.sign_constrained_least_squares(X, y, signs=signs), expected, rtol=1e-13, atol=0)
 
 
 def test_sign_constrained_least_squares_raises_when_the_solver_reports_no_convergence(monkeypatch):
@@ -406,7 +407,7 @@ def test_sign_constrained_least_squares_raises_when_the_solver_reports_no_conver
     monkeypatch.setattr(diagonal, "lsq_linear", lambda *args, **kwargs: OptimizeResult(
         x=np.zeros(3), status=0, message="The maximum number of iterations is exceeded."))
     with pytest.raises(RuntimeError, match=r"did not converge \(scipy lsq_linear, BVLS, status 0\)"):
-        diagonal.sign_constrained_least_squares(X, y, [1, 1, 1])
+        diagonal.sign_constrained_least_squares(X, y, signs=[1, 1, 1])
 
 
 def test_sign_constrained_least_squares_refuses_a_coefficient_of_the_wrong_sign(monkeypatch):
@@ -418,8 +419,8 @@ def test_sign_constrained_least_squares_refuses_a_coefficient_of_the_wrong_sign(
     monkeypatch.setattr(diagonal, "lsq_linear", lambda *args, **kwargs: OptimizeResult(
         x=next(answers), status=1, message="ok"))
     with pytest.raises(RuntimeError, match="outside the imposed signs"):
-        diagonal.sign_constrained_least_squares(X, y, [1, 1, 1])
-    beta = diagonal.sign_constrained_least_squares(X, y, [1, 1, 1])
+        diagonal.sign_constrained_least_squares(X, y, signs=[1, 1, 1])
+    beta = diagonal.sign_constrained_least_squares(X, y, signs=[1, 1, 1])
     assert beta[1] == 0.0 and beta[0] == 0.2 and beta[2] == 0.1
 
 

@@ -1,6 +1,7 @@
 """Specifications of the library's input checks: every bad argument raises a ValueError or TypeError whose
 message names the argument."""
 
+import inspect
 import math
 
 import numpy as np
@@ -10,7 +11,7 @@ from conftest import not_a_count
 import torch
 
 from agf_lib import (FeedForwardNetwork, alternating_gradient_flow, dft, diagonal, gradient_descent, gradient_flow,
-                     loss, modular, utility)
+                     linear, loss, modular, utility)
 
 SOLVER_LIST = "DOP853, RK45, RK23, Radau, BDF, LSODA"
 
@@ -29,16 +30,18 @@ def network():
 
 @pytest.fixture
 def theta0():
-    return diagonal.initial_theta(3, 1e-3)
+    return diagonal.initial_theta(3, alpha=1e-3)
 
 
 ALPHA_CONSUMERS = {
-    "diagonal.initial_theta": lambda alpha, X, y: diagonal.initial_theta(3, alpha),
+    "diagonal.initial_theta": lambda alpha, X, y: diagonal.initial_theta(3, alpha=alpha),
+    "DiagonalLinearNetwork.initial_theta": lambda alpha, X, y: diagonal.DiagonalLinearNetwork(3).initial_theta(alpha=alpha),
+    "linear.initial_theta": lambda alpha, X, y: linear.initial_theta(3, 2, 1, alpha=alpha),
     "diagonal.activation_threshold": lambda alpha, X, y: diagonal.activation_threshold(alpha),
     "diagonal.beta_of_psi": lambda alpha, X, y: diagonal.beta_of_psi(0.5, alpha),
-    "diagonal.agf": lambda alpha, X, y: diagonal.agf(X, y, alpha),
-    "diagonal.gradient_flow": lambda alpha, X, y: diagonal.gradient_flow(X, y, alpha, 1.0),
-    "FeedForwardNetwork.initial_theta": lambda alpha, X, y: FeedForwardNetwork(3, 2).initial_theta(alpha),
+    "diagonal.agf_staircase": lambda alpha, X, y: diagonal.agf_staircase(X, y, alpha=alpha),
+    "diagonal.exact_flow": lambda alpha, X, y: diagonal.exact_flow(X, y, 1.0, alpha=alpha),
+    "FeedForwardNetwork.initial_theta": lambda alpha, X, y: FeedForwardNetwork(3, 2).initial_theta(alpha=alpha),
 }
 
 
@@ -57,14 +60,14 @@ def test_alpha_that_is_not_a_real_number_is_a_type_error_naming_alpha(consumer, 
 
 
 def test_numpy_scalars_are_accepted_as_alpha(data):
-    np.testing.assert_array_equal(diagonal.initial_theta(2, np.float64(0.1)), diagonal.initial_theta(2, 0.1))
+    np.testing.assert_array_equal(diagonal.initial_theta(2, alpha=np.float64(0.1)), diagonal.initial_theta(2, alpha=0.1))
     assert diagonal.activation_threshold(np.float32(0.25)) == diagonal.activation_threshold(0.25)
 
 
 @pytest.mark.parametrize("alpha", [1.0, 0.75, float(np.nextafter(1 / math.sqrt(2), 1.0))])
 def test_diagonal_agf_refuses_alpha_at_or_above_one_over_root_two(alpha, data):
     with pytest.raises(ValueError, match="alpha must be below 1/√2"):
-        diagonal.agf(*data, alpha)
+        diagonal.agf_staircase(*data, alpha=alpha)
     with pytest.raises(ValueError, match="alpha must be below 1/√2"):
         diagonal.activation_threshold(alpha)
 
@@ -78,9 +81,9 @@ def every_data_consumer(network, theta0):
         "gradient_flow": lambda data: gradient_flow(network, data, theta0, 1.0),
         "alternating_gradient_flow": lambda data: alternating_gradient_flow(network, data, theta0),
         "gradient_descent": lambda data: gradient_descent(network, data, theta0, 1.0),
-        "diagonal.agf": lambda data: diagonal.agf(*data, 1e-3),
-        "diagonal.pesme_flammarion": lambda data: diagonal.pesme_flammarion(*data),
-        "diagonal.gradient_flow": lambda data: diagonal.gradient_flow(*data, 1e-3, 1.0),
+        "diagonal.agf_staircase": lambda data: diagonal.agf_staircase(*data, alpha=1e-3),
+        "diagonal.limit_staircase": lambda data: diagonal.limit_staircase(*data),
+        "diagonal.exact_flow": lambda data: diagonal.exact_flow(*data, 1.0, alpha=1e-3),
     }
 
 
@@ -118,13 +121,13 @@ def test_data_shapes_and_types_are_checked_against_the_network(network, theta0, 
     with pytest.raises(ValueError, match="y must have 1 output coordinates for this network, got 2"):
         gradient_flow(network, (X, np.stack([y, y], axis=1)), theta0, 1.0)
     with pytest.raises(ValueError, match=r"X must have shape \(n, d\)"):
-        diagonal.agf(X[:, 0], y, 1e-3)
+        diagonal.agf_staircase(X[:, 0], y, alpha=1e-3)
     with pytest.raises(TypeError, match="X must be a numpy array or torch tensor, got str"):
         gradient_flow(network, ("X", y), theta0, 1.0)
     with pytest.raises(TypeError, match="y must be a numpy array or torch tensor, got dict"):
         gradient_flow(network, (X, {}), theta0, 1.0)
     with pytest.raises(ValueError, match="y must have a single output coordinate for a diagonal network"):
-        diagonal.pesme_flammarion(X, np.stack([y, y], axis=1))
+        diagonal.limit_staircase(X, np.stack([y, y], axis=1))
     # torch tensors and lists are data too
     gradient_flow(network, (torch.as_tensor(X), y.tolist()), theta0, 1.0, num_samples=2)
 
@@ -185,7 +188,7 @@ def test_unknown_solver_is_rejected_listing_the_valid_methods(network, theta0, d
     with pytest.raises(ValueError, match=expected):
         alternating_gradient_flow(network, data, theta0, cost_method="rk4")
     with pytest.raises(ValueError, match=expected):
-        diagonal.gradient_flow(*data, 1e-3, 1.0, method="euler")
+        diagonal.exact_flow(*data, 1.0, alpha=1e-3, method="euler")
 
 
 @pytest.mark.parametrize("t_end", [0.0, -1.0, math.nan])
@@ -193,7 +196,7 @@ def test_non_positive_t_end_is_rejected_naming_t_end(t_end, network, theta0, dat
     with pytest.raises(ValueError, match="^t_end must be a (finite )?positive number"):
         gradient_flow(network, data, theta0, t_end)
     with pytest.raises(ValueError, match="^t_end must be a (finite )?positive number"):
-        diagonal.gradient_flow(*data, 1e-3, t_end)
+        diagonal.exact_flow(*data, t_end, alpha=1e-3)
     with pytest.raises(ValueError, match="^t_end must be a (finite )?positive number"):
         gradient_descent(network, data, theta0, t_end)
     with pytest.raises(ValueError, match="^t_end must be a (finite )?positive number"):
@@ -205,7 +208,7 @@ def test_t_end_and_eta_that_are_not_numbers_are_type_errors(network, theta0, dat
         gradient_flow(network, data, theta0, "10")
     for run in (lambda t_end: gradient_flow(network, data, theta0, t_end),
                 lambda t_end: gradient_descent(network, data, theta0, t_end),
-                lambda t_end: diagonal.gradient_flow(*data, 1e-3, t_end),
+                lambda t_end: diagonal.exact_flow(*data, t_end, alpha=1e-3),
                 lambda t_end: alternating_gradient_flow(network, data, theta0, t_end=t_end)):
         with pytest.raises(TypeError, match="^t_end must be a real number, got str"):
             run("abc")
@@ -222,7 +225,7 @@ def test_other_options_are_checked_naming_the_option(network, theta0, data):
         gradient_flow(network, data, theta0, 1.0, num_samples=1)
     for run in (lambda n: gradient_flow(network, data, theta0, 1.0, num_samples=n),
                 lambda n: gradient_descent(network, data, theta0, 1.0, num_samples=n),
-                lambda n: diagonal.gradient_flow(*data, 1e-3, 1.0, num_samples=n)):
+                lambda n: diagonal.exact_flow(*data, 1.0, alpha=1e-3, num_samples=n)):
         with pytest.raises(ValueError, match="^num_samples must be an integer >= 2, got 0"):
             run(0)
     with pytest.raises(ValueError, match="times must be a non-decreasing 1-D array within"):
@@ -232,9 +235,9 @@ def test_other_options_are_checked_naming_the_option(network, theta0, data):
     with pytest.raises(ValueError, match="max_jumps must be None or a non-negative integer"):
         alternating_gradient_flow(network, data, theta0, max_jumps=-1)
     with pytest.raises(ValueError, match="max_jumps must be None or a non-negative integer"):
-        diagonal.agf(*data, 1e-3, max_jumps=1.5)
+        diagonal.agf_staircase(*data, alpha=1e-3, max_jumps=1.5)
     with pytest.raises(ValueError, match="max_jumps must be None or a non-negative integer"):
-        diagonal.pesme_flammarion(*data, max_jumps=True)
+        diagonal.limit_staircase(*data, max_jumps=True)
     with pytest.raises(ValueError, match="dormancy_threshold must be below one"):
         alternating_gradient_flow(network, data, theta0, dormancy_threshold=2.0)
     with pytest.raises(ValueError, match="^dormancy_threshold must be a finite positive number"):
@@ -271,7 +274,40 @@ def test_diagonal_network_size_must_be_a_positive_integer(d):
     with pytest.raises(error, match=message):
         diagonal.DiagonalLinearNetwork(d)
     with pytest.raises(error, match=message):
-        diagonal.initial_theta(d, 0.1)
+        diagonal.initial_theta(d, alpha=0.1)
+
+
+# The positional parameters (the data) of every public function of the two settings; the rest are keyword-only.
+POSITIONAL = {
+    diagonal.initial_theta: ("d",),
+    diagonal.agf_staircase: ("X", "y"),
+    diagonal.limit_staircase: ("X", "y"),
+    diagonal.exact_flow: ("X", "y", "t_end"),
+    diagonal.sign_constrained_least_squares: ("X", "y"),
+    diagonal.DiagonalLinearNetwork.initial_theta: ("self",),
+    linear.initial_theta: ("d", "H", "c"),
+    linear.population_data: ("Sigma_xx", "Sigma_yx"),
+    linear.population_loss: ("beta", "Sigma_xx", "Sigma_yx"),
+    linear.reduced_rank_regression: ("Sigma_xx", "Sigma_yx"),
+    linear.projected_singular_values: ("Sigma_xx", "Sigma_yx"),
+    linear.limit_staircase: ("Sigma_xx", "Sigma_yx"),
+    linear.matrix_flow: ("Sigma_xx", "Sigma_yx", "theta0", "t_end"),
+}
+
+
+@pytest.mark.parametrize("function", POSITIONAL, ids=[f.__qualname__ for f in POSITIONAL])
+def test_setting_functions_take_their_options_keyword_only(function):
+    parameters = inspect.signature(function).parameters.values()
+    positional = tuple(p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD)
+    assert positional == POSITIONAL[function]
+    assert all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in parameters)
+
+
+def test_diagonal_initialization_is_deterministic_and_takes_alpha_by_keyword():
+    np.testing.assert_array_equal(diagonal.DiagonalLinearNetwork(2).initial_theta(alpha=0.1, seed=7),
+                                  [[math.sqrt(2) * 0.1, 0.0]] * 2)
+    with pytest.raises(TypeError, match="positional argument"):
+        diagonal.initial_theta(2, 0.1)
 
 
 def test_loss_and_utility_check_their_arguments(network, theta0, data):
@@ -296,19 +332,19 @@ def test_loss_and_utility_check_their_arguments(network, theta0, data):
 ])
 def test_sign_constrained_least_squares_checks_the_signs(signs, error, match, data):
     with pytest.raises(error, match=match):
-        diagonal.sign_constrained_least_squares(*data, signs)
+        diagonal.sign_constrained_least_squares(*data, signs=signs)
 
 
 def test_sign_constrained_least_squares_checks_x_and_y(data):
     X, y = data
     with pytest.raises(ValueError, match=r"^X must have shape \(n, d\)"):
-        diagonal.sign_constrained_least_squares(X[:, 0], y, [1])
+        diagonal.sign_constrained_least_squares(X[:, 0], y, signs=[1])
     with pytest.raises(ValueError, match=r"^y must have shape \(n,\) or \(n, c\) with n = 12"):
-        diagonal.sign_constrained_least_squares(X, y[:-1], [1, 1, 1])
+        diagonal.sign_constrained_least_squares(X, y[:-1], signs=[1, 1, 1])
     with pytest.raises(ValueError, match="^y must have a single output coordinate for a diagonal network, got 2"):
-        diagonal.sign_constrained_least_squares(X, np.stack([y, y], axis=1), [1, 1, 1])
+        diagonal.sign_constrained_least_squares(X, np.stack([y, y], axis=1), signs=[1, 1, 1])
     with pytest.raises(ValueError, match="^X contains NaN or infinite values"):
-        diagonal.sign_constrained_least_squares(np.full_like(X, math.nan), y, [1, 1, 1])
+        diagonal.sign_constrained_least_squares(np.full_like(X, math.nan), y, signs=[1, 1, 1])
 
 
 def test_log_cosh_and_beta_of_psi_refuse_what_is_not_real_numbers():

@@ -20,7 +20,8 @@ from scipy.linalg import solve_triangular
 from scipy.optimize import minimize
 
 import agf_lib
-from agf_lib import diagonal, linear
+from agf_lib import linear
+from agf_lib.results import LOG_TIME
 
 
 def orthogonal(rng, n):
@@ -75,21 +76,21 @@ def reference_greedy_low_rank(Sigma_xx, Sigma_yx, Sigma_yy=None):
 @pytest.mark.parametrize("seed,c,d", PROBLEMS, ids=PROBLEM_IDS)
 def test_greedy_low_rank_matches_an_independent_implementation(seed, c, d):
     Sigma_xx, Sigma_yx = random_problem(seed, c, d)
-    staircase = linear.greedy_low_rank(Sigma_xx, Sigma_yx)
+    staircase = linear.limit_staircase(Sigma_xx, Sigma_yx)
     times, levels, betas, _ = reference_greedy_low_rank(Sigma_xx, Sigma_yx)
     assert staircase.num_jumps == min(c, d)
     np.testing.assert_allclose(staircase.times, times, rtol=1e-6)
     np.testing.assert_allclose(staircase.losses, levels, rtol=1e-6, atol=1e-12 * levels[0])
     for state, beta in zip(staircase.states, betas):
         np.testing.assert_allclose(state, beta, rtol=1e-6, atol=1e-10)
-    assert staircase.time_unit == diagonal.pesme_flammarion(np.eye(2), np.ones(2)).time_unit
+    assert staircase.time_unit == LOG_TIME
 
 
 def test_greedy_low_rank_adds_the_noise_floor_to_every_level():
     Sigma_xx, Sigma_yx = random_problem(7, 3, 4)
     K = Sigma_yx @ np.linalg.solve(Sigma_xx, Sigma_yx.T)
     Sigma_yy = K + np.diag([0.1, 0.2, 0.3])
-    staircase = linear.greedy_low_rank(Sigma_xx, Sigma_yx, Sigma_yy=Sigma_yy)
+    staircase = linear.limit_staircase(Sigma_xx, Sigma_yx, Sigma_yy=Sigma_yy)
     times, levels, _, _ = reference_greedy_low_rank(Sigma_xx, Sigma_yx, Sigma_yy)
     np.testing.assert_allclose(staircase.losses, levels, rtol=1e-6)
     np.testing.assert_allclose(staircase.losses[-1], 0.3, rtol=1e-10)
@@ -100,7 +101,7 @@ def test_greedy_low_rank_adds_the_noise_floor_to_every_level():
 def test_commuting_covariances_give_the_jump_times_of_gidel_et_al(seed, c, d):
     Sigma_xx, Sigma_yx = random_problem(seed, c, d, commuting=True)
     s = np.linalg.svd(Sigma_yx, compute_uv=False)
-    staircase = linear.greedy_low_rank(Sigma_xx, Sigma_yx)
+    staircase = linear.limit_staircase(Sigma_xx, Sigma_yx)
     np.testing.assert_allclose(staircase.times[1:], 1.0 / s, rtol=1e-10)
     mu = np.sort(np.linalg.eigvalsh(Sigma_yx @ np.linalg.solve(Sigma_xx, Sigma_yx.T)))[::-1]
     np.testing.assert_allclose(staircase.losses, [0.5 * mu[k:].sum() for k in range(s.size + 1)],
@@ -112,7 +113,7 @@ def test_jump_k_comes_no_later_than_one_over_sigma_k(seed, c, d):
     # interlacing gives σ^{(l)}_{k−l} ≥ σ_k, so the k-th accumulated utility grows at least at rate σ_k
     Sigma_xx, Sigma_yx = random_problem(seed, c, d)
     s = np.linalg.svd(Sigma_yx, compute_uv=False)
-    assert np.all(linear.greedy_low_rank(Sigma_xx, Sigma_yx).times[1:] <= (1 + 1e-12) / s)
+    assert np.all(linear.limit_staircase(Sigma_xx, Sigma_yx).times[1:] <= (1 + 1e-12) / s)
 
 
 @pytest.mark.parametrize("seed,c,d", PROBLEMS, ids=PROBLEM_IDS)
@@ -130,13 +131,13 @@ def test_projected_singular_values_interlace_poincare(seed, c, d):
 
 def test_greedy_low_rank_respects_rank_and_stops_on_a_rank_deficient_target():
     Sigma_xx, Sigma_yx = random_problem(1, 4, 4)
-    full = linear.greedy_low_rank(Sigma_xx, Sigma_yx)
-    two = linear.greedy_low_rank(Sigma_xx, Sigma_yx, rank=2)
+    full = linear.limit_staircase(Sigma_xx, Sigma_yx)
+    two = linear.limit_staircase(Sigma_xx, Sigma_yx, rank=2)
     np.testing.assert_allclose(two.times, full.times[:3], rtol=1e-12)
     np.testing.assert_allclose(two.losses, full.losses[:3], rtol=1e-12)
-    assert linear.greedy_low_rank(Sigma_xx, Sigma_yx, rank=0).num_jumps == 0
+    assert linear.limit_staircase(Sigma_xx, Sigma_yx, rank=0).num_jumps == 0
     u, v = np.array([1.0, 2.0, 0.0]), np.array([0.5, -1.0, 1.0, 0.0])
-    rank_one = linear.greedy_low_rank(np.eye(4), np.outer(u, v))
+    rank_one = linear.limit_staircase(np.eye(4), np.outer(u, v))
     assert rank_one.num_jumps == 1 and rank_one.order == [0]
     np.testing.assert_allclose(rank_one.times[1], 1 / (np.linalg.norm(u) * np.linalg.norm(v)), rtol=1e-12)
     np.testing.assert_allclose(rank_one.losses[-1], 0.0, atol=1e-12)
@@ -162,7 +163,7 @@ def test_reduced_rank_regression_is_the_minimum_over_rank_k_factorizations(rank)
     best = min((minimize(loss_and_grad, rng.normal(size=(c + d) * rank), jac=True, method="L-BFGS-B",
                          options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 20000}) for _ in range(5)),
                key=lambda result: result.fun)
-    beta = linear.reduced_rank_regression(Sigma_xx, Sigma_yx, rank)
+    beta = linear.reduced_rank_regression(Sigma_xx, Sigma_yx, rank=rank)
     A, W = best.x[: c * rank].reshape(c, rank), best.x[c * rank :].reshape(rank, d)
     np.testing.assert_allclose(linear.population_loss(beta, Sigma_xx, Sigma_yx), best.fun, rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(A @ W, beta, atol=1e-5)
@@ -175,10 +176,10 @@ def test_reduced_rank_regression_with_white_inputs_is_the_truncated_svd_eckart_y
     U, s, Vt = np.linalg.svd(Sigma_yx, full_matrices=False)
     for k in range(5):
         expected = U[:, :k] @ np.diag(s[:k]) @ Vt[:k]
-        np.testing.assert_allclose(linear.reduced_rank_regression(np.eye(5), Sigma_yx, min(k, 4)),
+        np.testing.assert_allclose(linear.reduced_rank_regression(np.eye(5), Sigma_yx, rank=min(k, 4)),
                                    U[:, : min(k, 4)] @ np.diag(s[: min(k, 4)]) @ Vt[: min(k, 4)], atol=1e-12)
         if k <= 4:
-            np.testing.assert_allclose(linear.reduced_rank_regression(np.eye(5), Sigma_yx, k), expected, atol=1e-12)
+            np.testing.assert_allclose(linear.reduced_rank_regression(np.eye(5), Sigma_yx, rank=k), expected, atol=1e-12)
 
 
 @pytest.mark.parametrize("seed,c,d", PROBLEMS, ids=PROBLEM_IDS)
@@ -186,7 +187,7 @@ def test_gradient_at_the_rank_k_solution_is_the_projected_cross_covariance(seed,
     Sigma_xx, Sigma_yx = random_problem(seed, c, d)
     mu, U = linear.regression_modes(Sigma_xx, Sigma_yx)
     for k in range(min(c, d) + 1):
-        beta = linear.reduced_rank_regression(Sigma_xx, Sigma_yx, k)
+        beta = linear.reduced_rank_regression(Sigma_xx, Sigma_yx, rank=k)
         projector = np.eye(c) - U[:, :k] @ U[:, :k].T
         np.testing.assert_allclose(-linear.loss_gradient(beta, Sigma_xx, Sigma_yx), projector @ Sigma_yx,
                                    atol=1e-10 * np.abs(Sigma_yx).max())
@@ -212,7 +213,7 @@ def test_network_loss_on_population_data_is_the_population_loss():
     network = linear.FullyConnectedLinearNetwork(6, 3, 4)
     X, y = linear.population_data(Sigma_xx, Sigma_yx)
     for seed in range(3):
-        theta = network.initial_theta(1.5, seed=seed)
+        theta = network.initial_theta(alpha=1.5, seed=seed)
         np.testing.assert_allclose(agf_lib.loss(network, theta, X, y),
                                    linear.population_loss(network.product(theta), Sigma_xx, Sigma_yx), rtol=1e-12)
 
@@ -223,7 +224,7 @@ def test_population_loss_is_the_expected_squared_error_with_noise():
     Sigma_yy = Sigma_yx @ np.linalg.solve(Sigma_xx, Sigma_yx.T) + np.array([[0.3, 0.1], [0.1, 0.2]])
     beta = np.random.default_rng(0).normal(size=(2, 3))
     expected = 0.5 * np.trace(Sigma_yy) - np.trace(beta @ Sigma_yx.T) + 0.5 * np.trace(beta @ Sigma_xx @ beta.T)
-    np.testing.assert_allclose(linear.population_loss(beta, Sigma_xx, Sigma_yx, Sigma_yy), expected, rtol=1e-12)
+    np.testing.assert_allclose(linear.population_loss(beta, Sigma_xx, Sigma_yx, Sigma_yy=Sigma_yy), expected, rtol=1e-12)
     stack = np.stack([beta, 2 * beta])
     assert linear.population_loss(stack, Sigma_xx, Sigma_yx).shape == (2,)
 
@@ -236,7 +237,7 @@ def test_closed_form_utility_gradient_matches_autograd(autograd_utility_gradient
     Sigma_xx, Sigma_yx = random_problem(6, 3, 4)
     X, y = linear.population_data(Sigma_xx, Sigma_yx)
     network = linear.FullyConnectedLinearNetwork(4, 5, 3)
-    theta = network.initial_theta(0.7, seed=2)
+    theta = network.initial_theta(alpha=0.7, seed=2)
     residual = y - network(theta, X)
     U, grad = network.utility_gradient(theta, X, residual)
     rank_one = lambda theta, X: (theta[:, :4] @ X.T)[:, :, None] * theta[:, None, 4:]  # a_h w_hᵀx, in torch
@@ -247,7 +248,7 @@ def test_closed_form_utility_gradient_matches_autograd(autograd_utility_gradient
 
 def test_factors_product_and_basis_are_consistent():
     network = linear.FullyConnectedLinearNetwork(3, 4, 2)
-    theta = network.initial_theta(0.5, seed=1)
+    theta = network.initial_theta(alpha=0.5, seed=1)
     W, A = network.factors(theta)
     assert W.shape == (4, 3) and A.shape == (2, 4)
     np.testing.assert_array_equal(network.theta_from_factors(W, A), theta)
@@ -270,12 +271,12 @@ def test_matrix_gradient_flow_matches_the_generic_engine():
     Sigma_xx, Sigma_yx = random_problem(0, 3, 3)
     network = linear.FullyConnectedLinearNetwork(3, 4, 3)
     X, y = linear.population_data(Sigma_xx, Sigma_yx)
-    theta0 = network.initial_theta(1e-3, seed=1)
-    t_end = 1.1 * math.log(1e3) * linear.greedy_low_rank(Sigma_xx, Sigma_yx, rank=2).times[-1]
+    theta0 = network.initial_theta(alpha=1e-3, seed=1)
+    t_end = 1.1 * math.log(1e3) * linear.limit_staircase(Sigma_xx, Sigma_yx, rank=2).times[-1]
     grid = np.linspace(0.0, t_end, 200)
     options = {"times": grid, "rtol": 1e-11, "atol": 1e-14, "record_params": True}
     generic = agf_lib.gradient_flow(network, (X, y), theta0, t_end, **options)
-    matrix = linear.gradient_flow(Sigma_xx, Sigma_yx, theta0, t_end, **options)
+    matrix = linear.matrix_flow(Sigma_xx, Sigma_yx, theta0, t_end, **options)
     assert generic.losses[0] - generic.losses[-1] > 1.0  # at least one drop happened
     np.testing.assert_allclose(matrix.losses, generic.losses, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(matrix.params, generic.params, atol=1e-7)
@@ -286,8 +287,8 @@ def test_matrix_gradient_flow_conserves_the_balance_matrix():
     # d/dt (AᵀA − WWᵀ) = 0 under gradient flow (the paper's conserved quantity for linear networks)
     Sigma_xx, Sigma_yx = random_problem(3, 2, 3)
     network = linear.FullyConnectedLinearNetwork(3, 3, 2)
-    theta0 = network.initial_theta(0.3, seed=0)
-    flow = linear.gradient_flow(Sigma_xx, Sigma_yx, theta0, 30.0, rtol=1e-12, atol=1e-14, num_samples=50,
+    theta0 = network.initial_theta(alpha=0.3, seed=0)
+    flow = linear.matrix_flow(Sigma_xx, Sigma_yx, theta0, 30.0, rtol=1e-12, atol=1e-14, num_samples=50,
                                 record_params=True)
     balance = [A.T @ A - W @ W.T for W, A in map(network.factors, flow.params)]
     np.testing.assert_allclose(balance, np.broadcast_to(balance[0], np.shape(balance)), atol=1e-9)
@@ -297,11 +298,11 @@ def test_matrix_gradient_flow_conserves_the_balance_matrix():
 def test_matrix_gradient_flow_is_equivariant_under_hidden_rotations():
     Sigma_xx, Sigma_yx = random_problem(1, 4, 4)
     network = linear.FullyConnectedLinearNetwork(4, 5, 4)
-    theta0 = network.initial_theta(1e-4, seed=3)
+    theta0 = network.initial_theta(alpha=1e-4, seed=3)
     Q = orthogonal(np.random.default_rng(9), 5)
     grid = np.linspace(0.0, 25.0, 100)
-    one = linear.gradient_flow(Sigma_xx, Sigma_yx, theta0, 25.0, times=grid, rtol=1e-12, atol=1e-14, record_params=True)
-    two = linear.gradient_flow(Sigma_xx, Sigma_yx, Q @ theta0, 25.0, times=grid, rtol=1e-12, atol=1e-14,
+    one = linear.matrix_flow(Sigma_xx, Sigma_yx, theta0, 25.0, times=grid, rtol=1e-12, atol=1e-14, record_params=True)
+    two = linear.matrix_flow(Sigma_xx, Sigma_yx, Q @ theta0, 25.0, times=grid, rtol=1e-12, atol=1e-14,
                                record_params=True)
     np.testing.assert_allclose(two.params, Q @ one.params, atol=1e-8)
     np.testing.assert_allclose(network.product(two.params), network.product(one.params), atol=1e-8)
@@ -311,8 +312,8 @@ def test_matrix_gradient_flow_is_equivariant_under_hidden_rotations():
 def test_matrix_gradient_flow_handles_tiny_alpha():
     Sigma_xx, Sigma_yx = random_problem(0, 3, 3)
     network = linear.FullyConnectedLinearNetwork(3, 3, 3)
-    theta0 = network.initial_theta(1e-100, seed=0)
-    flow = linear.gradient_flow(Sigma_xx, Sigma_yx, theta0, 20.0, num_samples=20, record_params=True)
+    theta0 = network.initial_theta(alpha=1e-100, seed=0)
+    flow = linear.matrix_flow(Sigma_xx, Sigma_yx, theta0, 20.0, num_samples=20, record_params=True)
     assert np.all(np.isfinite(flow.losses)) and np.all(np.isfinite(flow.log_norms))
     np.testing.assert_allclose(flow.losses, linear.population_loss(np.zeros((3, 3)), Sigma_xx, Sigma_yx), rtol=1e-12)
     # on the first plateau the top basis vector grows at rate σ_1: log s_1(t) = log s_1(0) + σ_1 t + O(1)
@@ -324,13 +325,13 @@ def test_matrix_gradient_flow_handles_tiny_alpha():
 
 def test_gradient_flow_approaches_the_commuting_staircase():
     Sigma_xx, Sigma_yx = random_problem(8, 2, 2, commuting=True)
-    staircase = linear.greedy_low_rank(Sigma_xx, Sigma_yx)
+    staircase = linear.limit_staircase(Sigma_xx, Sigma_yx)
     network = linear.FullyConnectedLinearNetwork(2, 3, 2)
     errors = []
     for alpha in (1e-4, 1e-8):
-        flow = linear.gradient_flow(Sigma_xx, Sigma_yx, network.initial_theta(alpha, seed=0),
-                                    1.3 * math.log(1 / alpha) * staircase.times[-1])
-        comparison = staircase.compare(flow.rescale_time(1 / math.log(1 / alpha), unit=linear.RESCALED_TIME))
+        flow = linear.matrix_flow(Sigma_xx, Sigma_yx, network.initial_theta(alpha=alpha, seed=0),
+                                  1.3 * math.log(1 / alpha) * staircase.times[-1])
+        comparison = staircase.compare(flow.in_units(LOG_TIME, alpha))
         errors.append(comparison.time_errors.max())
         np.testing.assert_allclose(comparison.plateau_losses[:-1], staircase.losses[:-1], rtol=0.05)
     # the error is an O(1) delay in GF time, so in rescaled time it shrinks like 1/log(1/α)
@@ -346,48 +347,48 @@ GOOD_XX, GOOD_YX = np.eye(3), np.ones((2, 3))
 
 
 @pytest.mark.parametrize("call,error,match", [
-    (lambda: linear.greedy_low_rank("eye", GOOD_YX), TypeError, "^Sigma_xx must be a 2-D numpy array"),
-    (lambda: linear.greedy_low_rank(np.eye(3)[:2], GOOD_YX),
+    (lambda: linear.limit_staircase("eye", GOOD_YX), TypeError, "^Sigma_xx must be a 2-D numpy array"),
+    (lambda: linear.limit_staircase(np.eye(3)[:2], GOOD_YX),
      ValueError, r"^Sigma_xx must be a square \(d, d\) covariance matrix, got shape \(2, 3\)"),
-    (lambda: linear.greedy_low_rank(np.ones(3), GOOD_YX),
+    (lambda: linear.limit_staircase(np.ones(3), GOOD_YX),
      ValueError, r"^Sigma_xx must be a 2-D matrix, got an array of shape \(3,\)"),
-    (lambda: linear.greedy_low_rank(np.array([[1.0, 0.5], [0.0, 1.0]]), np.ones((2, 2))),
+    (lambda: linear.limit_staircase(np.array([[1.0, 0.5], [0.0, 1.0]]), np.ones((2, 2))),
      ValueError, "^Sigma_xx must be symmetric"),
-    (lambda: linear.greedy_low_rank(np.diag([1.0, 0.0, 1.0]), GOOD_YX),
+    (lambda: linear.limit_staircase(np.diag([1.0, 0.0, 1.0]), GOOD_YX),
      ValueError, "^Sigma_xx must be positive definite"),
-    (lambda: linear.greedy_low_rank(np.diag([1.0, np.nan, 1.0]), GOOD_YX),
+    (lambda: linear.limit_staircase(np.diag([1.0, np.nan, 1.0]), GOOD_YX),
      ValueError, "^Sigma_xx contains NaN or infinite values"),
-    (lambda: linear.greedy_low_rank(GOOD_XX, np.ones((2, 4))),
+    (lambda: linear.limit_staircase(GOOD_XX, np.ones((2, 4))),
      ValueError, r"^Sigma_yx must have shape \(c, d\) with d = 3 columns"),
-    (lambda: linear.greedy_low_rank(GOOD_XX, [[1, 2, "a"]]), TypeError, "^Sigma_yx must hold real numbers"),
-    (lambda: linear.greedy_low_rank(GOOD_XX, GOOD_YX, rank=3),
+    (lambda: linear.limit_staircase(GOOD_XX, [[1, 2, "a"]]), TypeError, "^Sigma_yx must hold real numbers"),
+    (lambda: linear.limit_staircase(GOOD_XX, GOOD_YX, rank=3),
      ValueError, r"^rank must be None or an integer between 0 and min\(c, d\) = 2"),
-    (lambda: linear.greedy_low_rank(GOOD_XX, GOOD_YX, rank=-1),
+    (lambda: linear.limit_staircase(GOOD_XX, GOOD_YX, rank=-1),
      ValueError, r"^rank must be None or an integer between 0 and min\(c, d\) = 2"),
-    (lambda: linear.greedy_low_rank(GOOD_XX, GOOD_YX, rank=1.0),
+    (lambda: linear.limit_staircase(GOOD_XX, GOOD_YX, rank=1.0),
      ValueError, r"^rank must be None or an integer between 0 and min\(c, d\) = 2"),
-    (lambda: linear.greedy_low_rank(GOOD_XX, GOOD_YX, rank=True),
+    (lambda: linear.limit_staircase(GOOD_XX, GOOD_YX, rank=True),
      ValueError, r"^rank must be None or an integer between 0 and min\(c, d\) = 2"),
-    (lambda: linear.greedy_low_rank(GOOD_XX, GOOD_YX, tol=0.0), ValueError, "^tol must be a finite positive number, got 0.0"),
-    (lambda: linear.greedy_low_rank(GOOD_XX, GOOD_YX, Sigma_yy=np.eye(3)),
+    (lambda: linear.limit_staircase(GOOD_XX, GOOD_YX, tol=0.0), ValueError, "^tol must be a finite positive number, got 0.0"),
+    (lambda: linear.limit_staircase(GOOD_XX, GOOD_YX, Sigma_yy=np.eye(3)),
      ValueError, r"^Sigma_yy must have shape \(c, c\) = \(2, 2\)"),
-    (lambda: linear.greedy_low_rank(GOOD_XX, GOOD_YX, Sigma_yy=0.1 * np.eye(2)),
+    (lambda: linear.limit_staircase(GOOD_XX, GOOD_YX, Sigma_yy=0.1 * np.eye(2)),
      ValueError, "^Sigma_yy is inconsistent with Sigma_xx and Sigma_yx"),
-    (lambda: linear.reduced_rank_regression(GOOD_XX, GOOD_YX, 5),
+    (lambda: linear.reduced_rank_regression(GOOD_XX, GOOD_YX, rank=5),
      ValueError, r"^rank must be None or an integer between 0 and min\(c, d\) = 2"),
     (lambda: linear.population_loss(np.ones((3, 2)), GOOD_XX, GOOD_YX), ValueError, "^beta must have shape"),
     (lambda: linear.loss_gradient(np.ones((3, 3)), GOOD_XX, GOOD_YX), ValueError, "^beta must have shape"),
-    (lambda: linear.gradient_flow(GOOD_XX, GOOD_YX, np.ones((2, 4)), 1.0),
+    (lambda: linear.matrix_flow(GOOD_XX, GOOD_YX, np.ones((2, 4)), 1.0),
      ValueError, r"^theta0 must have shape \(H, d \+ c\) = \(H, 5\), got \(2, 4\)"),
-    (lambda: linear.gradient_flow(GOOD_XX, GOOD_YX, np.zeros((2, 5)), 1.0), ValueError, "^theta0 must be nonzero"),
-    (lambda: linear.gradient_flow(GOOD_XX, GOOD_YX, np.ones((2, 5)), -1.0),
+    (lambda: linear.matrix_flow(GOOD_XX, GOOD_YX, np.zeros((2, 5)), 1.0), ValueError, "^theta0 must be nonzero"),
+    (lambda: linear.matrix_flow(GOOD_XX, GOOD_YX, np.ones((2, 5)), -1.0),
      ValueError, "^t_end must be a finite positive number, got -1.0"),
-    (lambda: linear.gradient_flow(GOOD_XX, GOOD_YX, np.ones((2, 5)), 1.0, method="Euler"),
+    (lambda: linear.matrix_flow(GOOD_XX, GOOD_YX, np.ones((2, 5)), 1.0, method="Euler"),
      ValueError, "^method must be one of DOP853"),
-    (lambda: linear.gradient_flow(GOOD_XX, GOOD_YX, np.ones((2, 5)), 1.0, num_samples=1),
+    (lambda: linear.matrix_flow(GOOD_XX, GOOD_YX, np.ones((2, 5)), 1.0, num_samples=1),
      ValueError, "^num_samples must be an integer >= 2, got 1"),
     (lambda: linear.FullyConnectedLinearNetwork(0, 2, 2), ValueError, "^d must be an integer >= 1, got 0"),
-    (lambda: linear.FullyConnectedLinearNetwork(2, 2, 2).initial_theta(-1.0),
+    (lambda: linear.FullyConnectedLinearNetwork(2, 2, 2).initial_theta(alpha=-1.0),
      ValueError, "^alpha must be a finite positive number, got -1.0"),
     (lambda: linear.FullyConnectedLinearNetwork(2, 2, 2).product(np.ones((3, 4))),
      ValueError, "^theta must have shape"),
@@ -395,9 +396,9 @@ GOOD_XX, GOOD_YX = np.eye(3), np.ones((2, 3))
      ValueError, "^theta must have shape"),
     (lambda: linear.FullyConnectedLinearNetwork(2, 2, 2).theta_from_factors(np.ones((2, 2)), np.ones((2, 3))),
      ValueError, r"^W must have shape \(2, 2\) and A shape \(2, 2\), got \(2, 2\) and \(2, 3\)"),
-    (lambda: linear.gradient_flow(GOOD_XX, GOOD_YX, np.full((2, 5), 1e160), 1.0), ValueError,
+    (lambda: linear.matrix_flow(GOOD_XX, GOOD_YX, np.full((2, 5), 1e160), 1.0), ValueError,
      "^theta0 is too large: its squared norm"),
-    (lambda: linear.gradient_flow(GOOD_XX, GOOD_YX, np.ones((2, 5)), "abc"), TypeError,
+    (lambda: linear.matrix_flow(GOOD_XX, GOOD_YX, np.ones((2, 5)), "abc"), TypeError,
      "^t_end must be a real number, got str"),
 ])
 def test_bad_inputs_raise_named_errors(call, error, match):

@@ -1,9 +1,12 @@
 """Specifications of the result types `Trajectory` and `Staircase` on synthetic data with known answers."""
 
+import math
+
 import numpy as np
 import pytest
 
 from agf_lib import Staircase, StaircaseComparison, Trajectory
+from agf_lib.results import GF_TIME, LOG_TIME, TimeUnit
 
 JUMP_TIMES = np.array([0.0, 2.0, 5.0, 9.0])
 LEVELS = np.array([1.0, 0.5, 0.1, 0.02])
@@ -49,6 +52,51 @@ def test_rescale_time_multiplies_jump_times_and_renames_the_unit(staircase):
             staircase.rescale_time(bad)
         with pytest.raises(ValueError, match="^factor must be a finite positive number"):
             trajectory.rescale_time(bad)
+
+
+def test_in_units_log_time_divides_by_log_one_over_alpha_and_converts_back(staircase):
+    alpha = 1e-100  # log(1/α) = 100 log 10: no overflow, no underflow
+    rescaled = staircase.in_units(LOG_TIME, alpha)
+    np.testing.assert_allclose(rescaled.times, JUMP_TIMES / (100.0 * math.log(10.0)), rtol=1e-15, atol=0)
+    assert rescaled.time_unit == LOG_TIME and str(rescaled.time_unit) == "t/log(1/α)"
+    np.testing.assert_allclose(rescaled.in_units(GF_TIME, alpha).times, JUMP_TIMES, rtol=1e-15, atol=0)
+    assert staircase.time_unit == GF_TIME
+    np.testing.assert_array_equal(staircase.in_units(GF_TIME, 0.3).times, JUMP_TIMES)
+
+
+def test_in_units_alpha_power_multiplies_by_the_power_of_alpha():
+    trajectory = Trajectory(np.array([0.0, 1.0, 3.0]), np.array([1.0, 0.7, 0.6]))
+    cubic = TimeUnit.alpha_power(1)
+    assert str(cubic) == "t·α" and str(TimeUnit.alpha_power(2)) == "t·α^2"
+    np.testing.assert_allclose(trajectory.in_units(cubic, 0.01).times, [0.0, 0.01, 0.03], rtol=1e-15, atol=0)
+    # from one rescaled unit to another: t·α = (t/log(1/α))·α·log(1/α)
+    np.testing.assert_allclose(trajectory.in_units(LOG_TIME, 0.01).in_units(cubic, 0.01).times,
+                               [0.0, 0.01, 0.03], rtol=1e-15, atol=0)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="^power must be a positive integer"):
+            TimeUnit.alpha_power(bad)
+
+
+def test_standard_labels_parse_to_the_standard_units_spaces_ignored(staircase):
+    assert TimeUnit.parse("t / log(1/α)") == LOG_TIME == TimeUnit.parse("t/log(1/α)")
+    assert TimeUnit.parse("t") == GF_TIME and TimeUnit.parse("t · α^3") == TimeUnit.alpha_power(3)
+    times = np.arange(0.0, 10.0, SPACING)
+    labelled = Trajectory(times, smoothed_staircase(times), time_unit="t / log(1/α)")
+    assert labelled.time_unit == LOG_TIME
+    comparison = staircase.in_units(LOG_TIME, math.exp(-1.0)).compare(labelled)  # log(1/α) = 1
+    np.testing.assert_allclose(comparison.trajectory_jump_times, JUMP_TIMES[1:], rtol=0, atol=SPACING)
+
+
+def test_in_units_refuses_hand_made_units_and_alpha_outside_zero_one(staircase):
+    with pytest.raises(ValueError, match="set by hand and cannot be converted"):
+        staircase.rescale_time(2.0).in_units(GF_TIME, 0.1)
+    for alpha in (1.0, 2.0, 0.0, -0.5):
+        with pytest.raises(ValueError, match=r"^alpha must lie in \(0, 1\)"):
+            staircase.in_units(LOG_TIME, alpha)
+    with pytest.raises(TypeError, match="^alpha must be a real number"):
+        staircase.in_units(LOG_TIME, "0.1")
+    with pytest.raises(TypeError, match="^time_unit must be a TimeUnit or a str"):
+        staircase.in_units(3, 0.1)
 
 
 def test_steps_trace_the_staircase_up_to_t_end(staircase):
@@ -119,7 +167,7 @@ def test_compare_refuses_different_time_units_and_non_trajectories(staircase):
     times = np.linspace(0.0, 10.0, 50)
     trajectory = Trajectory(times, smoothed_staircase(times))
     with pytest.raises(ValueError, match="time units differ"):
-        staircase.rescale_time(0.5, unit="t / log(1/α)").compare(trajectory)
+        staircase.in_units(LOG_TIME, math.exp(-2.0)).compare(trajectory)
     with pytest.raises(TypeError, match="trajectory must be a Trajectory"):
         staircase.compare((times, smoothed_staircase(times)))
 
