@@ -23,6 +23,10 @@ top ``k`` eigenvectors ``v_1, …, v_k`` of ``Σ`` (eigenvalues ``λ_1 ≥ … �
 ``K, Q = ±v_{k+1}/√3`` at ``Ū* = N λ_{k+1}²/(3√3)``; the new head fits ``A_{k+1} v_{k+1} v_{k+1}ᵀ`` with
 ``A = 1/(tr Σ + (N+1)λ)``, and the loss steps down by ``½ N λ²/(tr Σ + (N+1)λ)``: principal component
 regression, one component per jump.
+
+Contract of the setting (as in every setting module): :class:`LinearAttentionNetwork`,
+:func:`initial_theta`, :func:`population_data`, :func:`agf_staircase` (AGF at finite α, GF time) and
+:func:`limit_staircase` (its α → 0 limit in the rescaled time ``t·α``, or ``t/log(1/α)`` with the adaptive rate).
 """
 
 from __future__ import annotations
@@ -33,11 +37,11 @@ import numpy as np
 
 from .escape import escape_times
 from .network import TwoLayerNetwork
-from .results import Staircase
+from .results import GF_TIME, Staircase
 from .validation import real_array, check_positive, check_int
 
 __all__ = ["LinearAttentionNetwork", "check_covariance", "population_moments", "population_data", "population_loss",
-           "optimal_map", "sample_prompts", "pcr_staircase", "initial_theta"]
+           "optimal_map", "sample_prompts", "agf_staircase", "limit_staircase", "initial_theta"]
 
 
 def check_covariance(Sigma, name="Sigma"):
@@ -108,13 +112,13 @@ class LinearAttentionNetwork(TwoLayerNetwork):
 
     def initial_theta(self, alpha, seed=0):
         """See :func:`initial_theta`."""
-        return initial_theta(self.d, self.num_neurons, alpha, seed)
+        return initial_theta(self.d, self.num_neurons, alpha=alpha, seed=seed)
 
     def __repr__(self):
         return f"LinearAttentionNetwork(d={self.d}, H={self.num_neurons})"
 
 
-def initial_theta(d, H, alpha, seed=0):
+def initial_theta(d, H, *, alpha, seed=0):
     """Small random heads, seeded: every entry of ``(V_h, K_h, Q_h)`` is ``N(0, α²/(1 + 2d))``, so
     ``E‖θ_h‖² = α²``. Returns an array of shape ``(H, 1 + 2d)``."""
     d, H, alpha = check_int(d, "d"), check_int(H, "H"), check_positive(alpha, "alpha")
@@ -186,18 +190,23 @@ def sample_prompts(Sigma, N, num_prompts, seed=0):
     return Phi.reshape(num_prompts, d * d), np.einsum("pd,pd->p", beta, query)[:, None]
 
 
-def pcr_staircase(Sigma, N, initial_norm=None, eta=1.0, adaptive_rate=False):
-    """AGF's staircase for in-context linear regression (the paper's Eq. 7): principal component regression.
+def _jump_times(utilities, initial_norm, eta, adaptive_rate, unit_name):
+    """κ = 3 jump times at the maximal utilities ``Ū*_k`` (:func:`agf_lib.escape.escape_times`): for a norm ``ν``
+    or ``None``, of neurons aligned from the start; for a sequence ``μ^(0), μ^(1), …``, the recursion
+    ``τ^(k) = τ^(k−1) + c(μ^(k−1))/(3ηŪ*_k)`` (the paper's Eqs. 7 and 9). Shared by :mod:`agf_lib.modular`."""
+    if initial_norm is None or np.ndim(initial_norm) == 0:
+        return escape_times(utilities, kappa=3, initial_norm=initial_norm, eta=eta, adaptive_rate=adaptive_rate,
+                            unit_name=unit_name)
+    norms = real_array(initial_norm, "initial_norm", "a number or a 1-D array")
+    if norms.ndim != 1 or not 1 <= norms.size <= utilities.size:
+        raise ValueError(f"initial_norm must hold one dormant norm per jump, at most {utilities.size}, "
+                         f"got shape {norms.shape}")
+    steps = [escape_times(u, kappa=3, initial_norm=float(mu), eta=eta, adaptive_rate=adaptive_rate,
+                          unit_name=unit_name)[0] for u, mu in zip(utilities, norms)]
+    return np.cumsum(steps), GF_TIME
 
-    ``order[k-1] = k-1``: the k-th jump learns the k-th eigenvector ``v_k`` of ``Σ`` (eigenvalues in
-    decreasing order). ``losses[k] = ½(tr Σ − Σ_{l≤k} N λ_l²/(tr Σ + (N+1)λ_l))``; ``states[k]`` the map
-    ``M_k = Σ_{l≤k} v_l v_lᵀ/(tr Σ + (N+1)λ_l)``. ``times[k]`` is when a head of initial norm
-    ``ν = initial_norm`` aligned with ``v_k`` from the start, with utility ``Ū*_k = N λ_k²/(3√3)``,
-    reaches norm one: ``(1/ν − 1)/(3ηŪ*_k)`` (κ = 3) or ``log(1/ν)/(3ηŪ*_k)`` (adaptive rate ``η‖θ‖^{−1}``).
-    For ``k = 1`` this is a lower bound on the first jump from heads of norm at most ``ν``. Without
-    ``initial_norm``, the times are the ``ν → 0`` limits in the rescaled units ``t·α`` or ``t/log(1/α)``.
-    Equal eigenvalues are learned in the order :func:`numpy.linalg.eigh` returns them, reversed.
-    """
+
+def _pcr(Sigma, N, initial_norm, eta, adaptive_rate):
     Sigma, N = check_covariance(Sigma), _check_context(N)
     eta = check_positive(eta, "eta")
     eigenvalues, vectors = np.linalg.eigh(Sigma)
@@ -205,11 +214,44 @@ def pcr_staircase(Sigma, N, initial_norm=None, eta=1.0, adaptive_rate=False):
     trace = float(np.trace(Sigma))
     gains = 0.5 * N * eigenvalues**2 / (trace + (N + 1) * eigenvalues)
     losses = 0.5 * trace - np.concatenate([[0.0], np.cumsum(gains)])
-    times, unit = escape_times(N * eigenvalues**2 / (3.0 * math.sqrt(3.0)), kappa=3, initial_norm=initial_norm,
-                               eta=eta, adaptive_rate=adaptive_rate, unit_name="head")
+    times, unit = _jump_times(N * eigenvalues**2 / (3.0 * math.sqrt(3.0)), initial_norm, eta, adaptive_rate, "head")
     states, M = [np.zeros((Sigma.shape[0],) * 2)], np.zeros((Sigma.shape[0],) * 2)
     for lam, v in zip(eigenvalues, vectors.T):
         M = M + np.outer(v, v) / (trace + (N + 1) * lam)
         states.append(M.copy())
-    return Staircase(np.concatenate([[0.0], times]), losses, list(range(Sigma.shape[0])), states=states,
+    K = times.size
+    return Staircase(np.concatenate([[0.0], times]), losses[: K + 1], list(range(K)), states=states[: K + 1],
                      time_unit=unit)
+
+
+def agf_staircase(Sigma, N, *, initial_norm, eta=1.0, adaptive_rate=False):
+    """AGF's staircase for in-context linear regression at finite α, in GF time (the paper's Eq. 7):
+    principal component regression, one component per jump.
+
+    ``order[k-1] = k-1``: the k-th jump learns the k-th eigenvector ``v_k`` of ``Σ`` (eigenvalues in
+    decreasing order). ``losses[k] = ½(tr Σ − Σ_{l≤k} N λ_l²/(tr Σ + (N+1)λ_l))``; ``states[k]`` the map
+    ``M_k = Σ_{l≤k} v_l v_lᵀ/(tr Σ + (N+1)λ_l)``. The jump times depend on what ``initial_norm`` holds:
+
+    * a number ``ν``: ``times[k]`` is when a head of initial norm ``ν`` aligned with ``v_k`` from the start,
+      at utility ``Ū*_k = N λ_k²/(3√3)``, reaches norm one: ``(1/ν − 1)/(3ηŪ*_k)`` (κ = 3), or
+      ``log(1/ν)/(3ηŪ*_k)`` (adaptive rate ``η‖θ‖^{−1}``, Appendix B.5);
+    * a sequence ``μ^(0), …, μ^(m−1)`` (``m ≤ d``), the largest norm of a dormant head at each earlier jump:
+      the paper's recursion ``τ^(k) = τ^(k−1) + (1/μ^(k−1) − 1)/(3ηŪ*_k)`` (or ``log(1/μ^(k−1))/(3ηŪ*_k)``),
+      for the first ``m`` jumps. Each step is a lower bound on the wait from ``τ^(k−1)``, since no unit head
+      has utility above ``Ū*_k`` on that level (Appendix E.3). With the norms ``μ^(k−1)`` of heads aligned
+      from the start, the recursion gives the aligned times again.
+
+    For ``k = 1`` both are a lower bound on the first jump from heads of norm at most ``ν = μ^(0)``. Equal
+    eigenvalues are learned in the order :func:`numpy.linalg.eigh` returns them, reversed.
+    """
+    if initial_norm is None:
+        raise TypeError("initial_norm must be a number or a sequence of dormant norms; "
+                        "attention.limit_staircase is the α → 0 limit")
+    return _pcr(Sigma, N, initial_norm, eta, adaptive_rate)
+
+
+def limit_staircase(Sigma, N, *, eta=1.0, adaptive_rate=False):
+    """The α → 0 limit of :func:`agf_staircase` from aligned heads (principal component regression, Eq. 7):
+    the same levels, order and maps, and ``times[k] = 1/(3ηŪ*_k)`` in the rescaled unit ``t·α`` (κ = 3), or
+    ``t/log(1/α)`` with the adaptive rate (:func:`agf_lib.escape.threshold`)."""
+    return _pcr(Sigma, N, None, eta, adaptive_rate)

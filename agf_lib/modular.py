@@ -21,6 +21,10 @@ homogeneous of degree κ = 3. In the frequency domain (DFT convention of :mod:`a
   ``3ξ mod p`` through the loss (not the utility). A frequency resonant in this way is learned a
   fixed gradient-flow time after ``ξ``, not after a plateau of length ∝ log(1/α), and can overtake
   larger coefficients at small α (chapter 06, "a resonant frequency").
+
+Contract of the setting: :class:`QuadraticModularNetwork`, :func:`initial_theta`, :func:`dataset`,
+:func:`agf_staircase` (AGF at finite α, GF time) and :func:`limit_staircase` (its α → 0 limit in ``t·α``,
+or ``t/log(1/α)`` with the adaptive rate); :func:`fourier_utility` is Lemma F.2.
 """
 
 from __future__ import annotations
@@ -29,14 +33,14 @@ import math
 
 import numpy as np
 
+from .attention import _jump_times
 from .dft import dft, dominant_frequencies, harmonic
-from .escape import escape_times
 from .network import TwoLayerNetwork
 from .results import Staircase
 from .validation import real_array, check_positive, check_int, check_centred
 
-__all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_theta", "utility",
-           "max_utility", "utility_maximizer", "harmonic_neurons", "levels", "fourier_staircase",
+__all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_theta", "fourier_utility",
+           "max_utility", "utility_maximizer", "harmonic_neurons", "levels", "agf_staircase", "limit_staircase",
            "output_power"]
 
 
@@ -106,13 +110,13 @@ class QuadraticModularNetwork(TwoLayerNetwork):
 
     def initial_theta(self, alpha, seed=0):
         """See :func:`initial_theta`."""
-        return initial_theta(self.p, self.num_neurons, alpha, seed)
+        return initial_theta(self.p, self.num_neurons, alpha=alpha, seed=seed)
 
     def __repr__(self):
         return f"QuadraticModularNetwork(p={self.p}, H={self.num_neurons})"
 
 
-def initial_theta(p, H, alpha, seed=0):
+def initial_theta(p, H, *, alpha, seed=0):
     """The paper's initialization for this network (``d = 2p`` inputs, ``c = p`` outputs), seeded.
 
     ``(u_i, v_i) ~ N(0, α²/(4p) I_{2p})`` and ``w_i ~ N(0, α²/(2p) I_p)``, so ``E‖θ_i‖² = α²``.
@@ -140,7 +144,7 @@ def _split_theta(theta, p):
     return theta[..., :p], theta[..., p : 2 * p], theta[..., 2 * p :]
 
 
-def utility(theta, x, learned=()):
+def fourier_utility(theta, x, learned=()):
     """Lemma F.2 in the frequency domain: ``U(θ) = (2/p³) Σ_k |x̂[k]|² conj(x̂_r[k]) û[k] v̂[k] conj(ŵ[k])``.
 
     ``x_r`` is ``x`` with the frequencies in ``learned`` (and their conjugates) removed: the target
@@ -232,39 +236,53 @@ def levels(x):
     return 0.5 * float(x @ x) - np.concatenate([[0.0], np.cumsum(drops)])
 
 
-def fourier_staircase(x, initial_norm=None, eta=1.0, adaptive_rate=False):
-    """The AGF staircase of modular addition (the paper's Eq. 9): levels, order of frequencies, jump times.
-
-    ``order[k-1] = ξ_k``, the frequencies by decreasing ``|x̂[ξ]|``; ``losses[k]`` = :func:`levels`;
-    ``states[k]`` the template learned after ``k`` jumps (the network then computes ``(a+b)·x_k``),
-    the sum of the harmonics of ``x`` at ``ξ_1, …, ξ_k``.
-
-    ``times[k]`` is when a neuron of initial norm ``ν = initial_norm``, aligned with the harmonic of
-    ``ξ_k`` from the start, reaches norm one. Its utility is then ``Ū*_k`` = :func:`max_utility`
-    (unchanged by the frequencies learned before, by the updated utility of Appendix F), and its norm obeys
-    ``d(1/‖θ‖)/dt = −3ηŪ*_k`` (κ = 3), or ``d log‖θ‖/dt = 3ηŪ*_k`` with the adaptive rate
-    ``η‖θ‖^{2−κ}`` (Appendix B.5), so
-
-        τ^(k) = (1/ν − 1) / (3η Ū*_k)        or        τ^(k) = log(1/ν) / (3η Ū*_k).
-
-    Later times ignore resonances between frequencies (see the module docstring).
-
-    Since no unit neuron has utility above ``Ū*_1`` (Theorem F.3), ``times[1]`` is a lower bound on
-    the first jump of gradient flow and of AGF from neurons of norm at most ``ν``. Without
-    ``initial_norm``, the times are the limit ``ν → 0`` in the rescaled unit ``t·α`` (κ = 3) or
-    ``t/log(1/α)`` (adaptive rate), with ``ν`` playing the part of α: ``τ^(k) = 1/(3η Ū*_k)``.
-    """
+def _fourier(x, initial_norm, eta, adaptive_rate):
     x = check_template(x)
+    eta = check_positive(eta, "eta")
     order = [int(k) for k in dominant_frequencies(x)]
     utilities = np.array([max_utility(x, order[:k]) for k in range(len(order))])
-    times, unit = escape_times(utilities, kappa=3, initial_norm=initial_norm, eta=eta, adaptive_rate=adaptive_rate)
-    times = np.concatenate([[0.0], times])
+    times, unit = _jump_times(utilities, initial_norm, eta, adaptive_rate, "neuron")
     x_hat = dft(x)
     states, kept = [np.zeros_like(x)], np.zeros_like(x_hat)
     for k in order:
         kept[[k, -k]] = x_hat[[k, -k]]
         states.append(np.fft.ifft(kept).real)
-    return Staircase(times, levels(x), order, states=states, time_unit=unit)
+    K = times.size
+    return Staircase(np.concatenate([[0.0], times]), levels(x)[: K + 1], order[:K], states=states[: K + 1],
+                     time_unit=unit)
+
+
+def agf_staircase(x, *, initial_norm, eta=1.0, adaptive_rate=False):
+    """The AGF staircase of modular addition at finite α, in GF time (the paper's Eq. 9): levels, order of
+    frequencies, jump times.
+
+    ``order[k-1] = ξ_k``, the frequencies by decreasing ``|x̂[ξ]|``; ``losses[k]`` = :func:`levels`;
+    ``states[k]`` the template learned after ``k`` jumps (the network then computes ``(a+b)·x_k``),
+    the sum of the harmonics of ``x`` at ``ξ_1, …, ξ_k``. A neuron's norm obeys ``d(1/‖θ‖)/dt = −3ηŪ``
+    (κ = 3), or ``d log‖θ‖/dt = 3ηŪ`` with the adaptive rate ``η‖θ‖^{2−κ}`` (Appendix B.5), and the
+    utility of frequency ``ξ_k`` is at most ``Ū*_k`` = :func:`max_utility` (unchanged by the frequencies
+    learned before, by the updated utility of Appendix F). The jump times depend on ``initial_norm``:
+
+    * a number ``ν``: ``times[k]`` is when a neuron of initial norm ``ν``, aligned with the harmonic of
+      ``ξ_k`` from the start, reaches norm one: ``τ^(k) = (1/ν − 1)/(3ηŪ*_k)`` or ``log(1/ν)/(3ηŪ*_k)``;
+    * a sequence ``μ^(0), …, μ^(m−1)``, the largest dormant norm at each earlier jump: the paper's recursion
+      ``τ^(k) = τ^(k−1) + (1/μ^(k−1) − 1)/(3ηŪ*_k)`` (or ``log(1/μ^(k−1))/(3ηŪ*_k)``) for the first ``m`` jumps.
+
+    Since no unit neuron has utility above ``Ū*_1`` (Theorem F.3), ``times[1]`` is a lower bound on the
+    first jump of gradient flow and of AGF from neurons of norm at most ``ν``. Later times ignore
+    resonances between frequencies (see the module docstring).
+    """
+    if initial_norm is None:
+        raise TypeError("initial_norm must be a number or a sequence of dormant norms; "
+                        "modular.limit_staircase is the α → 0 limit")
+    return _fourier(x, initial_norm, eta, adaptive_rate)
+
+
+def limit_staircase(x, *, eta=1.0, adaptive_rate=False):
+    """The α → 0 limit of :func:`agf_staircase` from aligned neurons (Eq. 9): the same levels, order and states,
+    and ``τ^(k) = 1/(3ηŪ*_k)`` in the rescaled unit ``t·α`` (κ = 3), or ``t/log(1/α)`` with the adaptive rate,
+    ``ν`` playing the part of α."""
+    return _fourier(x, None, eta, adaptive_rate)
 
 
 def output_power(network, theta, X):

@@ -10,7 +10,7 @@ The library's formulas are checked against computations that do not share them:
   sums and torch autograd; homogeneity of degree κ = 3 and Euler's identity;
 * the loss of the network on the population data against :func:`population_loss`, whose gradient is
   checked by finite differences;
-* :func:`optimal_map` and the levels and states of :func:`pcr_staircase` (principal component
+* :func:`optimal_map` and the levels and states of :func:`agf_staircase` and :func:`limit_staircase` (principal component
   regression, the paper's Eq. 7) against stationarity conditions and an independent linear solve;
   its jump times against the κ = 3 escape times;
 * the maximal utility ``N λ_{k+1}²/(3√3)`` after ``k`` learned components against numerical
@@ -240,11 +240,11 @@ def test_heads_are_homogeneous_of_degree_three_and_satisfy_euler_identity():
 @pytest.mark.parametrize("alpha", [1e-6, 0.3])
 def test_initial_theta_is_seeded_with_mean_squared_norm_alpha_squared(alpha):
     d, H = 3, 20_000
-    theta = attention.initial_theta(d, H, alpha, seed=4)
+    theta = attention.initial_theta(d, H, alpha=alpha, seed=4)
     assert theta.shape == (H, 1 + 2 * d)
     np.testing.assert_array_equal(theta, LinearAttentionNetwork(d, H).initial_theta(alpha, seed=4))
-    np.testing.assert_array_equal(theta, attention.initial_theta(d, H, alpha, seed=4))
-    assert not np.array_equal(theta, attention.initial_theta(d, H, alpha, seed=5))
+    np.testing.assert_array_equal(theta, attention.initial_theta(d, H, alpha=alpha, seed=4))
+    assert not np.array_equal(theta, attention.initial_theta(d, H, alpha=alpha, seed=5))
     # ‖θ_h‖²/α² is χ²_7/7: mean 1, standard deviation √(2/7); 4 standard errors of the mean of 20 000
     squared = (theta**2).sum(1) / alpha**2
     assert abs(squared.mean() - 1) < 4 * math.sqrt(2 / 7) / math.sqrt(H)
@@ -289,7 +289,7 @@ def test_optimal_map_is_the_stationary_point_and_the_last_pcr_level(seed, d, N):
     _, EyPhi, EPhiPhi = attention.population_moments(Sigma, N)
     np.testing.assert_allclose(M_star, np.linalg.solve(EPhiPhi, EyPhi.ravel()).reshape(d, d), rtol=1e-10,
                                atol=1e-12 * np.abs(M_star).max())
-    stair = attention.pcr_staircase(Sigma, N)
+    stair = attention.limit_staircase(Sigma, N)
     np.testing.assert_allclose(attention.population_loss(M_star, Sigma, N), stair.losses[-1], rtol=1e-12)
     np.testing.assert_allclose(stair.states[-1], M_star, rtol=1e-12, atol=1e-13 * np.abs(M_star).max())
     # it is a minimum: the loss is strictly convex (E[ΦΦᵀ] = E[S²] ⊗ Σ is positive definite)
@@ -302,7 +302,7 @@ def test_optimal_map_is_the_stationary_point_and_the_last_pcr_level(seed, d, N):
 def test_pcr_levels_are_losses_of_the_restricted_minimizers(seed, d, N):
     Sigma, lam, v = random_covariance(seed, d)
     trace = np.trace(Sigma)
-    stair = attention.pcr_staircase(Sigma, N)
+    stair = attention.limit_staircase(Sigma, N)
     assert stair.num_jumps == d and stair.order == list(range(d)) and len(stair.states) == d + 1
     assert np.all(np.diff(stair.losses) < 0)
     np.testing.assert_allclose(stair.losses[0], 0.5 * trace, rtol=1e-15)
@@ -346,10 +346,10 @@ def test_pcr_jump_times_are_the_escape_times_of_aligned_heads(adaptive_rate):
     np.testing.assert_allclose(limit.losses, stair.losses, rtol=0)
 
 
-def test_pcr_staircase_accepts_a_torch_covariance_and_numpy_integers():
+def test_limit_staircase_accepts_a_torch_covariance_and_numpy_integers():
     Sigma, _, _ = random_covariance(2, 3)
-    a = attention.pcr_staircase(torch.as_tensor(Sigma), np.int64(6))
-    b = attention.pcr_staircase(Sigma, 6)
+    a = attention.limit_staircase(torch.as_tensor(Sigma), np.int64(6))
+    b = attention.limit_staircase(Sigma, 6)
     np.testing.assert_array_equal(a.losses, b.losses)
     np.testing.assert_array_equal(a.times, b.times)
 
@@ -379,7 +379,7 @@ def maximize_on_sphere(net, X, residual, num_starts, seed):
 def test_max_utility_after_k_components_is_N_lambda_squared_over_three_root_three(seed, d, N):
     Sigma, lam, v = random_covariance(seed, d)
     X, y = attention.population_data(Sigma, N)
-    stair = attention.pcr_staircase(Sigma, N)
+    stair = attention.limit_staircase(Sigma, N)
     one = LinearAttentionNetwork(d, 1)
     for k in range(d + 1):
         if k:
@@ -535,7 +535,7 @@ SIGMA_CONSUMERS = {
     "population_loss": lambda S: attention.population_loss(np.zeros((2, 2)), S, 3),
     "optimal_map": lambda S: attention.optimal_map(S, 3),
     "sample_prompts": lambda S: attention.sample_prompts(S, 3, 10),
-    "pcr_staircase": lambda S: attention.pcr_staircase(S, 3),
+    "limit_staircase": lambda S: attention.limit_staircase(S, 3),
     "check_covariance": lambda S: attention.check_covariance(S),
 }
 
@@ -570,7 +570,7 @@ N_CONSUMERS = {
     "population_loss": lambda N: attention.population_loss(np.zeros((2, 2)), np.eye(2), N),
     "optimal_map": lambda N: attention.optimal_map(np.eye(2), N),
     "sample_prompts": lambda N: attention.sample_prompts(np.eye(2), N, 10),
-    "pcr_staircase": lambda N: attention.pcr_staircase(np.eye(2), N),
+    "limit_staircase": lambda N: attention.limit_staircase(np.eye(2), N),
 }
 
 
@@ -589,11 +589,11 @@ def test_network_sizes_must_be_positive_integers(d, H, name):
     with pytest.raises(error, match=message):
         LinearAttentionNetwork(d, H)
     with pytest.raises(error, match=message):
-        attention.initial_theta(d, H, 0.1)
+        attention.initial_theta(d, H, alpha=0.1)
 
 
 ALPHA_CONSUMERS = {
-    "initial_theta": lambda alpha: attention.initial_theta(2, 3, alpha),
+    "initial_theta": lambda alpha: attention.initial_theta(2, 3, alpha=alpha),
     "LinearAttentionNetwork.initial_theta": lambda alpha: LinearAttentionNetwork(2, 3).initial_theta(alpha),
 }
 
@@ -633,23 +633,23 @@ def test_sample_prompts_refuses_a_bad_number_of_prompts(num_prompts):
 
 
 @pytest.mark.parametrize("initial_norm", [1.0, 1, 1.5, math.inf])
-def test_pcr_staircase_refuses_an_initial_norm_at_or_above_one(initial_norm):
+def test_agf_staircase_refuses_an_initial_norm_at_or_above_one(initial_norm):
     with pytest.raises(ValueError, match="initial_norm must be below one"):
-        attention.pcr_staircase(np.eye(2), 3, initial_norm=initial_norm)
+        attention.agf_staircase(np.eye(2), 3, initial_norm=initial_norm)
 
 
 @pytest.mark.parametrize("initial_norm,error", [(0.0, ValueError), (-0.1, ValueError), (math.nan, ValueError),
                                                 ("0.1", TypeError), (True, TypeError)])
-def test_pcr_staircase_refuses_a_non_positive_initial_norm(initial_norm, error):
+def test_agf_staircase_refuses_a_non_positive_initial_norm(initial_norm, error):
     with pytest.raises(error, match="initial_norm must be"):
-        attention.pcr_staircase(np.eye(2), 3, initial_norm=initial_norm)
+        attention.agf_staircase(np.eye(2), 3, initial_norm=initial_norm)
 
 
 @pytest.mark.parametrize("eta,error", [(0.0, ValueError), (-1.0, ValueError), (math.nan, ValueError),
                                        ("1", TypeError)])
-def test_pcr_staircase_refuses_a_non_positive_eta(eta, error):
+def test_limit_staircase_refuses_a_non_positive_eta(eta, error):
     with pytest.raises(error, match="eta must be"):
-        attention.pcr_staircase(np.eye(2), 3, eta=eta)
+        attention.limit_staircase(np.eye(2), 3, eta=eta)
 
 
 @pytest.mark.parametrize("value,error,message", [

@@ -73,12 +73,12 @@ def test_frequency_domain_utility_equals_the_sample_mean(p):
     X, Y = modular.dataset(x)
     thetas = np.random.default_rng(p).normal(size=(4, 3 * p))
     for theta in thetas:
-        np.testing.assert_allclose(modular.utility(theta, x), sample_utility(theta, X, Y), rtol=1e-10)
-    np.testing.assert_allclose(modular.utility(thetas, x), [sample_utility(t, X, Y) for t in thetas], rtol=1e-10)
+        np.testing.assert_allclose(modular.fourier_utility(theta, x), sample_utility(theta, X, Y), rtol=1e-10)
+    np.testing.assert_allclose(modular.fourier_utility(thetas, x), [sample_utility(t, X, Y) for t in thetas], rtol=1e-10)
     xi = int(dft.dominant_frequencies(x)[0])
-    residual = Y - modular.dataset(modular.fourier_staircase(x).states[1] + 0.0)[1]
+    residual = Y - modular.dataset(modular.limit_staircase(x).states[1] + 0.0)[1]
     for theta in thetas:
-        np.testing.assert_allclose(modular.utility(theta, x, learned=[xi]), sample_utility(theta, X, residual),
+        np.testing.assert_allclose(modular.fourier_utility(theta, x, learned=[xi]), sample_utility(theta, X, residual),
                                    rtol=1e-9, atol=1e-12)
 
 
@@ -112,7 +112,7 @@ def test_maximizer_reaches_max_utility_and_a_numerical_search_on_the_sphere_find
 def test_levels_are_the_losses_of_six_harmonic_neurons_per_learned_frequency(p):
     """The levels of Eq. 9, to 1e-9 relative, against the loss of explicit networks."""
     x = random_template(p, 20 + p)
-    stair = modular.fourier_staircase(x)
+    stair = modular.limit_staircase(x)
     np.testing.assert_array_equal(stair.order, dft.dominant_frequencies(x))
     np.testing.assert_allclose(stair.losses[0], 0.5 * x @ x, rtol=1e-14)
     for k in range(1, len(stair.order) + 1):
@@ -155,8 +155,8 @@ def test_one_neuron_fits_at_most_one_ninth_of_a_harmonic():
 
 def test_staircase_times_follow_the_norm_equations():
     x = random_template(11, 5)
-    ustar = [modular.max_utility(x, modular.fourier_staircase(x).order[:k]) for k in range(5)]
-    limit = modular.fourier_staircase(x)
+    ustar = [modular.max_utility(x, modular.limit_staircase(x).order[:k]) for k in range(5)]
+    limit = modular.limit_staircase(x)
     np.testing.assert_allclose(limit.times[1:], 1 / (3 * np.array(ustar)), rtol=1e-14)
     assert str(limit.time_unit) == "t·α"
     assert str(modular.fourier_staircase(x, adaptive_rate=True).time_unit) == "t/log(1/α)"
@@ -224,19 +224,19 @@ def test_relabelling_residues_is_a_symmetry_of_loss_and_gradient(m):
 
 
 def test_initial_theta_has_the_papers_scale_is_seeded_and_survives_tiny_alpha():
-    theta = modular.initial_theta(7, 4000, 0.1, seed=3)
+    theta = modular.initial_theta(7, 4000, alpha=0.1, seed=3)
     assert theta.shape == (4000, 21)
     np.testing.assert_allclose(np.mean(np.sum(theta**2, axis=1)), 0.01, rtol=0.03)
     np.testing.assert_allclose(np.var(theta[:, :14]), 0.01 / 28, rtol=0.05)
     np.testing.assert_allclose(np.var(theta[:, 14:]), 0.01 / 14, rtol=0.05)
     np.testing.assert_array_equal(theta, modular.QuadraticModularNetwork(7, 4000).initial_theta(0.1, seed=3))
-    tiny = modular.initial_theta(7, 3, 1e-100)
+    tiny = modular.initial_theta(7, 3, alpha=1e-100)
     assert np.all(np.isfinite(tiny)) and np.all(np.linalg.norm(tiny, axis=1) > 0)
 
 
 def test_output_power_of_exact_harmonics_equals_the_target_spectrum():
     x = random_template(11, 9)
-    stair = modular.fourier_staircase(x)
+    stair = modular.limit_staircase(x)
     theta = np.concatenate([modular.harmonic_neurons(x, xi) for xi in stair.order[:2]])
     net = modular.QuadraticModularNetwork(11, theta.shape[0])
     power = modular.output_power(net, theta, modular.dataset(x)[0])
@@ -256,19 +256,19 @@ def test_output_power_of_exact_harmonics_equals_the_target_spectrum():
         (lambda: modular.dataset(np.array([1.0, np.inf, -1.0])), ValueError, "^x contains NaN or infinite values"),
         (lambda: modular.QuadraticModularNetwork(4, 3), ValueError, "^p must be an odd integer >= 3, got 4"),
         (lambda: modular.QuadraticModularNetwork(5, 0), ValueError, "^H must be an integer >= 1, got 0"),
-        (lambda: modular.initial_theta(5, 3, -1.0), ValueError, "^alpha must be a finite positive number"),
-        (lambda: modular.initial_theta(5, 3, "a"), TypeError, "^alpha must be a real number, got str"),
+        (lambda: modular.initial_theta(5, 3, alpha=-1.0), ValueError, "^alpha must be a finite positive number"),
+        (lambda: modular.initial_theta(5, 3, alpha="a"), TypeError, "^alpha must be a real number, got str"),
         (lambda: modular.max_utility(random_template(5, 0), learned=[5]), ValueError,
          "^xi must be a nonzero frequency mod p = 5, got 5"),
         (lambda: modular.utility_maximizer(random_template(5, 0), xi=1.5), TypeError,
          "^xi must be an integer frequency, got float"),
-        (lambda: modular.utility(np.ones(7), random_template(5, 0)), ValueError,
+        (lambda: modular.fourier_utility(np.ones(7), random_template(5, 0)), ValueError,
          r"^theta must have shape \(3p,\) or \(H, 3p\) with 3p = 15, got \(7,\)"),
         (lambda: modular.harmonic_neurons(random_template(5, 0), 1, N=7), ValueError,
          "^N must divide none of 2, 3, 5, 7, 8, 10, 13 .*got N = 7"),
-        (lambda: modular.fourier_staircase(random_template(5, 0), initial_norm=1.5), ValueError,
+        (lambda: modular.agf_staircase(random_template(5, 0), initial_norm=1.5), ValueError,
          "^initial_norm must be below one"),
-        (lambda: modular.fourier_staircase(random_template(5, 0), eta=0), ValueError, "^eta must be a finite positive number, got 0.0"),
+        (lambda: modular.limit_staircase(random_template(5, 0), eta=0), ValueError, "^eta must be a finite positive number, got 0.0"),
         (lambda: modular.output_power(agf_lib.FeedForwardNetwork(10, 2, 5), np.ones((2, 15)), np.ones((1, 10))),
          TypeError, "^network must be a QuadraticModularNetwork, got FeedForwardNetwork"),
     ],
