@@ -240,9 +240,9 @@ def _attention():
         description="chapter 05's in-context regression: d = 4, N = 20, eigenvalues of Sigma (1, .75, .5, .25), "
                     "H = 5 heads, adaptive rate; principal components one head at a time",
         chapter="05", network=network, data=(X, y), initial_theta=init,
-        closed_form=lambda alpha: attention.pcr_staircase(Sigma, N, initial_norm=_largest_norm(init(alpha)),
+        closed_form=lambda alpha: attention.agf_staircase(Sigma, N, initial_norm=_largest_norm(init(alpha)),
                                                           adaptive_rate=True),
-        exact=False, limit=attention.pcr_staircase(Sigma, N, adaptive_rate=True),
+        exact=False, limit=attention.limit_staircase(Sigma, N, adaptive_rate=True),
         options=_ADAPTIVE, agf_options=_NONE, jumps_reproduced=4,
         level_outputs=lambda M: X @ M.reshape(-1, 1))
 
@@ -261,9 +261,9 @@ def _modular():
         description="modular addition mod 7 with frequencies 1 and 2 (|x_hat| in ratio 1 : .8, no resonance: "
                     "3 is not in the template), H = 10 quadratic neurons, adaptive rate",
         chapter="06", network=network, data=(X, y), initial_theta=init,
-        closed_form=lambda alpha: modular.fourier_staircase(x, initial_norm=_largest_norm(init(alpha)),
-                                                            adaptive_rate=True),
-        exact=False, limit=modular.fourier_staircase(x, adaptive_rate=True),
+        closed_form=lambda alpha: modular.agf_staircase(x, initial_norm=_largest_norm(init(alpha)),
+                                                        adaptive_rate=True),
+        exact=False, limit=modular.limit_staircase(x, adaptive_rate=True),
         options=_ADAPTIVE, agf_options=_LOOSE_COST, jumps_reproduced=1,
         level_outputs=lambda x_k: _composed(modular.dataset, x_k, y))
 
