@@ -200,10 +200,10 @@ def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, num_samples=2000
     num_steps = int(math.ceil(t_end / eta))
     record_every = max(1, num_steps // num_samples)
     times, losses, params = [], [], []
-    n = X.shape[0]
+    n, ones = X.shape[0], np.ones(network.num_neurons)
     with single_thread(network), np.errstate(over="ignore", invalid="ignore"):
         for step in range(num_steps + 1):
-            residual = y - network(theta, X)
+            residual = y - network.weighted_output(network.to_chart(theta), X, ones)   # f(x; Θ), no (H, n, c) array
             if step % record_every == 0 or step == num_steps:
                 times.append(step * eta)
                 losses.append(0.5 * float(np.einsum("nc,nc->", residual, residual)) / n)

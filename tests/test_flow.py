@@ -53,7 +53,7 @@ def test_balanced_single_linear_neuron_follows_the_logistic_closed_form(b0):
 
 def test_diagonal_network_keeps_u_squared_minus_v_squared_at_two_alpha_squared(regression_problem):
     alpha = 0.1
-    trajectory = gradient_flow(diagonal.DiagonalLinearNetwork(5), regression_problem, diagonal.initial_theta(5, alpha),
+    trajectory = gradient_flow(diagonal.DiagonalLinearNetwork(5), regression_problem, diagonal.initial_theta(5, alpha=alpha),
                                60.0, num_samples=200, record_params=True)
     u, v = trajectory.params[..., 0], trajectory.params[..., 1]
     np.testing.assert_allclose(u**2 - v**2, 2 * alpha**2, rtol=1e-6)
@@ -81,15 +81,15 @@ def test_feedforward_neurons_conserve_kappa_minus_one_times_a_squared_minus_w_sq
 def test_generic_gradient_flow_matches_exact_diagonal_flow_at_alpha_1e_12(regression_problem):
     X, y = regression_problem
     alpha = 1e-12
-    t_end = 1.2 * diagonal.agf(X, y, alpha).times[-1]
+    t_end = 1.2 * diagonal.agf_staircase(X, y, alpha=alpha).times[-1]
     grid = np.linspace(0.0, t_end, 1500)
-    generic = gradient_flow(diagonal.DiagonalLinearNetwork(5), (X, y), diagonal.initial_theta(5, alpha), t_end,
+    generic = gradient_flow(diagonal.DiagonalLinearNetwork(5), (X, y), diagonal.initial_theta(5, alpha=alpha), t_end,
                             times=grid)
-    exact = diagonal.gradient_flow(X, y, alpha, t_end, rtol=1e-12, atol=1e-14, times=grid)
+    exact = diagonal.exact_flow(X, y, t_end, alpha=alpha, rtol=1e-12, atol=1e-14, times=grid)
     # measured: 8e-9 over the whole run, drops included
     assert np.max(np.abs(generic.losses - exact.losses) / exact.losses) <= 1e-6
     # the run crossed every level of the staircase
-    assert diagonal.agf(X, y, alpha).compare(generic).time_errors.max() < 5e-2
+    assert diagonal.agf_staircase(X, y, alpha=alpha).compare(generic).time_errors.max() < 5e-2
 
 
 def test_generic_gradient_flow_at_alpha_1e_100_is_finite_and_descends_the_staircase(regression_problem, recwarn):
@@ -97,25 +97,25 @@ def test_generic_gradient_flow_at_alpha_1e_100_is_finite_and_descends_the_stairc
     four jumps."""
     X, y = regression_problem
     alpha = 1e-100
-    staircase = diagonal.agf(X, y, alpha)
+    staircase = diagonal.agf_staircase(X, y, alpha=alpha)
     t_end = 1.2 * staircase.times[4]
-    generic = gradient_flow(diagonal.DiagonalLinearNetwork(5), (X, y), diagonal.initial_theta(5, alpha), t_end,
+    generic = gradient_flow(diagonal.DiagonalLinearNetwork(5), (X, y), diagonal.initial_theta(5, alpha=alpha), t_end,
                             num_samples=500)
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
     assert np.all(np.isfinite(generic.losses))
     comparison = staircase.compare(generic)
     assert np.all(comparison.time_errors[:4] < 2e-3)
     np.testing.assert_allclose(comparison.plateau_losses[:5], staircase.losses[:5], rtol=1e-10)
-    exact = diagonal.gradient_flow(X, y, alpha, t_end, rtol=1e-12, atol=1e-14, times=generic.times)
+    exact = diagonal.exact_flow(X, y, t_end, alpha=alpha, rtol=1e-12, atol=1e-14, times=generic.times)
     np.testing.assert_allclose(generic.losses, exact.losses, rtol=1e-6)
 
 
 def sign_reversal_times(X, y, alpha):
     """Second drop of the generic and of the exact flow on the sign-reversal problem."""
-    staircase = diagonal.agf(X, y, alpha)
+    staircase = diagonal.agf_staircase(X, y, alpha=alpha)
     t_end = 1.05 * staircase.times[-1]
-    generic = gradient_flow(diagonal.DiagonalLinearNetwork(2), (X, y), diagonal.initial_theta(2, alpha), t_end)
-    exact = diagonal.gradient_flow(X, y, alpha, t_end, rtol=1e-12, atol=1e-14)
+    generic = gradient_flow(diagonal.DiagonalLinearNetwork(2), (X, y), diagonal.initial_theta(2, alpha=alpha), t_end)
+    exact = diagonal.exact_flow(X, y, t_end, alpha=alpha, rtol=1e-12, atol=1e-14)
     return staircase.compare(generic).trajectory_jump_times[1], staircase.compare(exact).trajectory_jump_times[1]
 
 
@@ -186,7 +186,7 @@ def test_initial_theta_is_seeded_and_scaled_like_the_paper():
     # a_i ~ N(0, α²/(2c) I), w_i ~ N(0, α²/(2d) I): E‖w_i‖² = E‖a_i‖² = α²/2 (20000 and 5000 draws)
     np.testing.assert_allclose(np.mean(theta[:, :40] ** 2) * 40, alpha**2 / 2, rtol=3e-2)
     np.testing.assert_allclose(np.mean(theta[:, 40:] ** 2) * 10, alpha**2 / 2, rtol=6e-2)
-    np.testing.assert_array_equal(diagonal.initial_theta(3, alpha), [[math.sqrt(2) * alpha, 0.0]] * 3)
+    np.testing.assert_array_equal(diagonal.initial_theta(3, alpha=alpha), [[math.sqrt(2) * alpha, 0.0]] * 3)
 
 
 def test_network_loss_and_utility_follow_the_paper_conventions(feedforward_problem):

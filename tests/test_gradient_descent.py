@@ -65,11 +65,11 @@ def test_gradient_descent_on_a_diagonal_network_agrees_with_exact_gradient_flow_
     ψ-coordinate gradient flow halves with η (measured ratios 1.9974, 1.9988, 1.9994; 6.6e-4 at η = 0.005)."""
     X, y = regression_problem
     alpha = 1e-3
-    network, theta0 = diagonal.DiagonalLinearNetwork(5), diagonal.initial_theta(5, alpha)
+    network, theta0 = diagonal.DiagonalLinearNetwork(5), diagonal.initial_theta(5, alpha=alpha)
     errors = []
     for eta in [0.04, 0.02, 0.01, 0.005]:
         descent = gradient_descent(network, (X, y), theta0, 60.0, eta=eta, num_samples=10**6)
-        flow = diagonal.gradient_flow(X, y, alpha, descent.times[-1], times=descent.times)
+        flow = diagonal.exact_flow(X, y, descent.times[-1], alpha=alpha, times=descent.times)
         errors.append(float(np.max(np.abs(descent.losses - flow.losses))))
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
     np.testing.assert_allclose(ratios, 2.0, rtol=5e-3)
@@ -80,7 +80,7 @@ def test_gradient_descent_on_a_diagonal_network_matches_a_plain_numpy_loop(regre
     """The same iteration written directly in (u, v): ``∂L/∂u = −v E[x r]``, ``∂L/∂v = −u E[x r]``."""
     X, y = regression_problem
     eta, num_steps = 0.05, 400
-    theta0 = diagonal.initial_theta(5, 0.1)
+    theta0 = diagonal.initial_theta(5, alpha=0.1)
     descent = gradient_descent(diagonal.DiagonalLinearNetwork(5), (X, y), theta0, eta * num_steps, eta=eta,
                                num_samples=num_steps, record_params=True)
     u, v = theta0[:, 0].copy(), theta0[:, 1].copy()
