@@ -7,7 +7,11 @@
   "Theorem 2.3 (title)" linked to the result; results.md puts it in the back matter.
 - sphinx-proof's own index page (prf-prf.html) lists bare labels such as ``thm-fw-polar`` and is not
   written: the results index replaces it.
+- The book's key terms (:data:`KEY_TERMS`) are indexed where each chapter first uses them: an entry
+  per term and chapter, pointing at the first paragraph of the chapter's text that names the term.
 """
+
+import re
 
 from docutils import nodes
 from sphinx import addnodes
@@ -66,6 +70,79 @@ def collect_results(env, doctree):
             node.parent.insert(node.parent.index(node), entry)
 
 
+# index entry -> pattern of the words that name it in the text (case-insensitive, whole words)
+KEY_TERMS = {
+    "Alternating Gradient Flows (AGF)": r"alternating gradient flows?|AGF",
+    "utility": r"utility|utilities",
+    "utility, accumulated": r"accumulated utility",
+    "utility maximization": r"utility maximi[sz]ation",
+    "cost minimization": r"cost minimi[sz]ation|cost step",
+    "dormant neuron": r"dormant",
+    "active neuron": r"active (neuron|set|head|coordinate)s?",
+    "return to dormancy": r"returns? to dormancy",
+    "jump time": r"jump times?",
+    "plateau": r"plateaus?",
+    "staircase": r"staircases?",
+    "saddle-to-saddle dynamics": r"saddle-to-saddle",
+    "initialization scale α": r"initiali[sz]ation scale|small initiali[sz]ation",
+    "homogeneous neuron (degree κ)": r"homogeneous|homogeneity",
+    "polar coordinates": r"polar coordinates|log-norm",
+    "adaptive rate": r"adaptive rate",
+    "gradient flow": r"gradient flow",
+    "gradient descent": r"gradient descent",
+    "Pesme–Flammarion algorithm": r"Pesme[–-]Flammarion|Pesme and Flammarion",
+    "greedy low-rank learning": r"greedy low-rank",
+    "reduced-rank regression": r"reduced-rank regression",
+    "principal component regression": r"principal component regression|PCR",
+    "Fourier feature": r"Fourier features?|dominant frequenc(y|ies)",
+    "irreducible representation (irrep)": r"irreducible representations?|irreps?",
+    "kernel regime (lazy training)": r"kernel regime|lazy (regime|training)|neural tangent kernel|NTK",
+    "ReLU network": r"ReLU",
+}
+_KEY_PATTERNS = {entry: re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE) for entry, pattern in KEY_TERMS.items()}
+
+
+def _first_paragraphs(doctree):
+    """Paragraphs of the running text, in order (not inside code, math, captions or tables)."""
+    skip = (nodes.literal_block, nodes.math_block, nodes.caption, nodes.table, nodes.title, nodes.container)
+    for paragraph in doctree.findall(nodes.paragraph):
+        parent, inside = paragraph.parent, False
+        while parent is not None:
+            if isinstance(parent, skip):
+                inside = True
+                break
+            parent = parent.parent
+        if not inside:
+            yield paragraph
+
+
+class IndexKeyTerms(SphinxTransform):
+    """Index each key term at its first use in every chapter."""
+
+    default_priority = 800
+
+    def apply(self):
+        if not self.env.docname.startswith("chapters/"):
+            return
+        pending = dict(_KEY_PATTERNS)
+        for paragraph in _first_paragraphs(self.document):
+            if not pending:
+                break
+            text = "".join(node.astext() for node in paragraph.findall(nodes.Text)
+                           if not isinstance(node.parent, (nodes.math, nodes.literal)))
+            found = [entry for entry, pattern in pending.items() if pattern.search(text)]
+            if not found:
+                continue
+            target_id = f"index-term-{self.env.new_serialno('index')}"
+            target = nodes.target("", "", ids=[target_id])
+            entry = addnodes.index(entries=[("single", name, target_id, "", None) for name in found])
+            position = paragraph.parent.index(paragraph)
+            paragraph.parent.insert(position, target)
+            paragraph.parent.insert(position, entry)
+            for name in found:
+                del pending[name]
+
+
 def purge_results(app, env, docname):
     results = _results(env)
     for label in [label for label, result in results.items() if result["docname"] == docname]:
@@ -118,6 +195,7 @@ def setup(app):
     app.add_node(results_index_placeholder)
     app.add_directive("results-index", ResultsIndexDirective)
     app.add_transform(CollectResults)
+    app.add_transform(IndexKeyTerms)
     app.connect("env-purge-doc", purge_results)
     app.connect("env-merge-info", merge_results)
     app.connect("doctree-resolved", render_results_index)

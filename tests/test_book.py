@@ -450,6 +450,26 @@ def test_no_javascript_error_and_no_network_request_in_chromium(book_build, brow
     assert not problems, f"{page}: the browser console reports:\n" + "\n".join(problems)
 
 
+def test_the_index_lists_every_key_term_where_chapters_first_use_it(book_build):
+    """_ext/results_index.py indexes each of KEY_TERMS at its first paragraph in every chapter that names it."""
+    sys.path.insert(0, str(ROOT / "_ext"))
+    try:
+        from results_index import KEY_TERMS
+    finally:
+        sys.path.pop(0)
+    _, _, html = book_build
+    index = built_page(html, "genindex").read_text()
+    entries = {html_lib.unescape(name): page for page, name in re.findall(
+        r'<li><a href="([^"#]+)#index-term-\d+">([^<]+)</a>', index)}
+    missing = sorted(set(KEY_TERMS) - set(entries))
+    assert not missing, f"key terms with no index entry: {missing}"
+    for name, page in entries.items():
+        target = html / page
+        assert target.is_file() and 'id="index-term-' in target.read_text(), f"{name}: {page} has no such target"
+    assert entries["utility"].startswith("chapters/01_") and entries["irreducible representation (irrep)"].startswith(
+        "chapters/09_"), "an index entry points at the wrong chapter"
+
+
 SEARCH_PROBE = r"""<!doctype html><html><head><meta charset="utf-8">
 <script src="_static/documentation_options.js"></script>
 <script src="_static/doctools.js"></script>
