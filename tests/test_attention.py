@@ -30,12 +30,15 @@ import numpy as np
 import pytest
 
 from conftest import not_a_count
+import sympy as sp
 import torch
+from scipy.integrate import solve_ivp
 from scipy.optimize import minimize
 
 import agf_lib
 from agf_lib import attention
 from agf_lib.attention import LinearAttentionNetwork
+from agf_lib.results import GF_TIME, LOG_TIME, TimeUnit
 
 ROOT27 = 3.0 * math.sqrt(3.0)  # the maximum of V·KᵀQ-type cubic forms on the unit sphere is 1/(3√3)
 
@@ -324,26 +327,78 @@ def test_pcr_levels_are_losses_of_the_restricted_minimizers(seed, d, N):
         np.testing.assert_allclose(G, -N * v[:, k:] @ np.diag(lam[k:] ** 2) @ v[:, k:].T, rtol=0, atol=1e-12 * scale)
 
 
+def time_to_norm_one(net, theta0, X, residual, *, eta, adaptive_rate):
+    """The GF time at which one head, driven by its utility against a fixed residual
+    (dθ/dt = η‖θ‖^{−1 if adaptive}∇U), reaches norm one: a direct ODE solve with an event."""
+    def rhs(t, theta):
+        grad = net.utility_gradient(theta[None], X, residual)[1][0]
+        return eta * grad / (np.linalg.norm(theta) if adaptive_rate else 1.0)
+
+    def unit_norm(t, theta):
+        return np.linalg.norm(theta) - 1.0
+    unit_norm.terminal = True
+    solution = solve_ivp(rhs, (0, 1e12), theta0, method="DOP853", rtol=1e-12, atol=1e-14, events=unit_norm)
+    return solution.t_events[0][0]
+
+
 @pytest.mark.parametrize("adaptive_rate", [False, True])
-def test_pcr_jump_times_are_the_escape_times_of_aligned_heads(adaptive_rate):
-    d, N = 4, 8
-    Sigma, lam, _ = random_covariance(11, d)
-    max_utility = N * lam**2 / ROOT27                      # Ū*_k = N λ_k²/(3√3)
-    for nu, eta in [(1e-4, 1.0), (0.2, 0.5)]:
-        stair = attention.pcr_staircase(Sigma, N, initial_norm=nu, eta=eta, adaptive_rate=adaptive_rate)
-        cost = math.log(1 / nu) if adaptive_rate else 1 / nu - 1   # ∫ 3ηŪ dt needed to go from ν to 1 (κ = 3)
-        np.testing.assert_allclose(stair.times[1:], cost / (3 * eta * max_utility), rtol=1e-13)
-        assert stair.times[0] == 0 and str(stair.time_unit) == "t"
-        assert np.all(np.diff(stair.times) > 0)
-    limit = attention.pcr_staircase(Sigma, N, adaptive_rate=adaptive_rate)
-    np.testing.assert_allclose(limit.times[1:], 1 / (3 * max_utility), rtol=1e-13)
-    assert str(limit.time_unit) == ("t/log(1/α)" if adaptive_rate else "t·α")
-    # the rescaled times are the ν → 0 limits of t·ν or t/log(1/ν)
-    nu = 1e-9
-    finite = attention.pcr_staircase(Sigma, N, initial_norm=nu, adaptive_rate=adaptive_rate).times
-    rescaled = finite / math.log(1 / nu) if adaptive_rate else finite * nu
-    np.testing.assert_allclose(rescaled, limit.times, rtol=2 * nu)
-    np.testing.assert_allclose(limit.losses, stair.losses, rtol=0)
+def test_agf_staircase_times_are_when_an_aligned_head_solved_as_an_ode_reaches_norm_one(adaptive_rate):
+    d, N, eta = 3, 8, 0.5
+    Sigma, lam, v = random_covariance(11, d)
+    X, y = attention.population_data(Sigma, N)
+    net = LinearAttentionNetwork(d, 1)
+    limit = attention.limit_staircase(Sigma, N, eta=eta, adaptive_rate=adaptive_rate)
+    nu, norms = 1e-2, [1e-2, 0.05, 0.2]                 # aligned start; the recursion's μ^(0), μ^(1), μ^(2)
+    aligned = attention.agf_staircase(Sigma, N, initial_norm=nu, eta=eta, adaptive_rate=adaptive_rate)
+    recursion = attention.agf_staircase(Sigma, N, initial_norm=norms, eta=eta, adaptive_rate=adaptive_rate)
+    for k in range(1, d + 1):
+        residual = y - X @ limit.states[k - 1].reshape(-1, 1)      # the residual on level k − 1
+        direction = np.concatenate([[1.0], v[:, k - 1], v[:, k - 1]]) / math.sqrt(3)
+        solve = lambda norm: time_to_norm_one(net, norm * direction, X, residual, eta=eta,  # noqa: E731
+                                              adaptive_rate=adaptive_rate)
+        np.testing.assert_allclose(aligned.times[k], solve(nu), rtol=1e-8)
+        # the recursion waits, from the previous jump, as long as a head aligned from norm μ^(k−1)
+        np.testing.assert_allclose(recursion.times[k] - recursion.times[k - 1], solve(norms[k - 1]), rtol=1e-8)
+    assert aligned.time_unit == recursion.time_unit == GF_TIME
+    assert limit.time_unit == (LOG_TIME if adaptive_rate else TimeUnit.alpha_power(1))
+    # the limit: t·ν → (or t/log(1/ν) →) the rescaled times as ν → 0, with an error of order ν (1/log(1/ν))
+    tiny = attention.agf_staircase(Sigma, N, initial_norm=1e-12, eta=eta, adaptive_rate=adaptive_rate)
+    np.testing.assert_allclose(tiny.in_units(limit.time_unit, 1e-12).times, limit.times, rtol=1e-11)
+    np.testing.assert_allclose(limit.losses, aligned.losses, rtol=0)
+
+
+def test_recursion_fed_the_norms_of_aligned_heads_gives_the_aligned_times():
+    d, N, nu = 4, 6, 1e-3
+    Sigma, lam, _ = random_covariance(5, d)
+    aligned = attention.agf_staircase(Sigma, N, initial_norm=nu)
+    # a head aligned with v_k from the start, norm solved by SymPy's d(1/ρ)/dt = −3Ū: 1/ρ(τ) = 1/ν − 3Ū*_k τ
+    t, rho0, U = sp.symbols("t rho0 U", positive=True)
+    rho = sp.Function("rho")
+    norm_at = sp.lambdify((t, rho0, U), sp.dsolve(sp.Eq(rho(t).diff(t), 3 * U * rho(t) ** 2), rho(t),
+                                                   ics={rho(0): rho0}).rhs)
+    norms = [nu] + [norm_at(aligned.times[k], nu, N * lam[k] ** 2 / ROOT27) for k in range(1, d)]
+    np.testing.assert_allclose(attention.agf_staircase(Sigma, N, initial_norm=norms).times, aligned.times, rtol=1e-10)
+    # fewer norms, fewer jumps: the first m jumps of the recursion
+    short = attention.agf_staircase(Sigma, N, initial_norm=norms[:2])
+    assert short.num_jumps == 2 and short.order == [0, 1]
+    np.testing.assert_allclose(short.losses, aligned.losses[:3], rtol=0)
+
+
+@pytest.mark.parametrize("initial_norm,message", [
+    ([[0.1]], r"initial_norm must hold one dormant norm per jump, at most 2, got shape \(1, 1\)"),
+    ([0.1, 0.1, 0.1], r"initial_norm must hold one dormant norm per jump, at most 2, got shape \(3,\)"),
+    ([], r"initial_norm must hold one dormant norm per jump"),
+    ([0.1, 1.5], "initial_norm must be below one"),
+])
+def test_agf_staircase_refuses_a_bad_sequence_of_dormant_norms(initial_norm, message):
+    with pytest.raises(ValueError, match=message):
+        attention.agf_staircase(np.eye(2), 3, initial_norm=initial_norm)
+
+
+def test_agf_staircase_needs_an_initial_norm_and_names_the_limit():
+    with pytest.raises(TypeError, match="initial_norm must be a number or a sequence of dormant norms; "
+                                        "attention.limit_staircase is the α → 0 limit"):
+        attention.agf_staircase(np.eye(2), 3, initial_norm=None)
 
 
 def test_limit_staircase_accepts_a_torch_covariance_and_numpy_integers():
@@ -484,7 +539,7 @@ def test_agf_with_adaptive_rate_reaches_the_pcr_levels_and_maps(agf_problem):
     net = LinearAttentionNetwork(AGF_D, 4)
     theta0 = net.initial_theta(1e-6, seed=0)
     stair = agf_lib.alternating_gradient_flow(net, (X, y), theta0, adaptive_rate=True, max_jumps=AGF_D)
-    pcr = attention.pcr_staircase(Sigma, AGF_N, initial_norm=np.linalg.norm(theta0, axis=1).max(),
+    pcr = attention.agf_staircase(Sigma, AGF_N, initial_norm=np.linalg.norm(theta0, axis=1).max(),
                                   adaptive_rate=True)
     assert stair.num_jumps == AGF_D and len(set(stair.order)) == AGF_D and stair.deactivated == [()] * AGF_D
     # levels: the cost phase converges to a minimum, where the loss error is second order in the map error
@@ -498,8 +553,9 @@ def test_agf_with_adaptive_rate_reaches_the_pcr_levels_and_maps(agf_problem):
     # the first head to activate has found v_1
     first = stair.states[1][stair.order[0]]
     assert cosine(first[1 : 1 + AGF_D], v[:, 0]) > 0.999 and cosine(first[1 + AGF_D :], v[:, 0]) > 0.999
-    # the first jump cannot come before a head of the largest initial norm aligned with v_1 from the start
-    assert stair.times[1] >= pcr.times[1]
+    # a head of the largest initial norm aligned with v_1 from the start is a lower bound on the first jump;
+    # the heads spend part of the plateau turning, and AGF comes 7.1% after it (measured)
+    assert 0.05 < stair.times[1] / pcr.times[1] - 1 < 0.09
     # NB: with the adaptive rate the later heads are NOT individually aligned with v_2, v_3 (|cos| ≈ 0.816
     # and 0.99, nearly the same for α = 1e-6 and 1e-12): dormant heads keep O(1) norms (their log-norms differ
     # by O(1), not O(log 1/α)), activate before they finish turning, and the rank-k cost minimum does not
@@ -511,7 +567,7 @@ def test_agf_with_plain_rate_activates_heads_aligned_with_successive_eigenvector
     net = LinearAttentionNetwork(AGF_D, 3)
     theta0 = net.initial_theta(1e-6, seed=0)
     stair = agf_lib.alternating_gradient_flow(net, (X, y), theta0)
-    pcr = attention.pcr_staircase(Sigma, AGF_N, initial_norm=np.linalg.norm(theta0, axis=1).max())
+    pcr = attention.limit_staircase(Sigma, AGF_N)
     assert stair.num_jumps == AGF_D and sorted(stair.order) == list(range(AGF_D))
     np.testing.assert_allclose(stair.losses, pcr.losses, rtol=1e-8)
     for k in range(1, AGF_D + 1):
@@ -522,7 +578,46 @@ def test_agf_with_plain_rate_activates_heads_aligned_with_successive_eigenvector
         assert cosine(head[1 + AGF_D :], v[:, k - 1]) > 0.999
         np.testing.assert_allclose(active_map(stair, k, AGF_D), pcr.states[k], rtol=0,
                                    atol=1e-5 * np.abs(pcr.states[k]).max())
-    assert stair.times[1] >= pcr.times[1]
+
+
+def dormant_norms(staircase):
+    """μ^(l): the largest norm of a head still dormant on the engine's level l."""
+    return np.array([np.linalg.norm(np.delete(state, list(active), axis=0), axis=1).max()
+                     for state, active in zip(staircase.states, staircase.active)])
+
+
+def test_plain_rate_agf_jump_times_converge_to_gradient_flow_and_the_closed_forms_stay_lower_bounds(agf_problem):
+    """κ = 3 without the adaptive rate, at α = 1e-2, 1e-3, 1e-4: AGF's jump times approach gradient flow's,
+    with a relative error that falls about tenfold per decade of α. The closed forms do not converge: the
+    paper's bound from AGF's previous jump and μ^(k−1) (its Eq. 7 recursion), and heads aligned from the
+    start, stay short of gradient flow by α-independent gaps (a κ = 3 head turns at a speed proportional to its
+    norm, like its growth, so turning takes a fixed share of the plateau in t·α)."""
+    Sigma, _, _, X, y = agf_problem
+    net = LinearAttentionNetwork(AGF_D, 4)
+    agf_errors = []
+    for alpha in (1e-2, 1e-3, 1e-4):
+        theta0 = net.initial_theta(alpha, seed=0)
+        stair = agf_lib.alternating_gradient_flow(net, (X, y), theta0, max_jumps=AGF_D)
+        norms = dormant_norms(stair)[:AGF_D]
+        t_end = 1.2 * stair.times[-1]
+        # the drops are sharp in t·α: sample densely within 1% of AGF's jumps
+        times = np.unique(np.concatenate([np.linspace(0, t_end, 1001)] +
+                                         [np.linspace(0.99 * t, 1.01 * t, 401) for t in stair.times[1:]]))
+        gf = agf_lib.gradient_flow(net, (X, y), theta0, t_end, method="LSODA", rtol=1e-7, atol=1e-10 * alpha,
+                                   times=times)
+        aligned = attention.agf_staircase(Sigma, AGF_N, initial_norm=norms[0])
+        gf_jumps = aligned.compare(gf).trajectory_jump_times
+        agf_errors.append(np.abs(stair.times[1:] / gf_jumps - 1).max())
+        bounds = stair.times[:-1] + np.diff(attention.agf_staircase(Sigma, AGF_N, initial_norm=norms).times)
+        # measured gaps: 42.0-42.2%, 45.7-46.0%, 44.0-44.2% at the three α
+        gaps = 1 - bounds / gf_jumps
+        assert np.all((gaps > 0.41) & (gaps < 0.47)), gaps
+        # aligned heads: the first jump is the bound's; the later ones ignore the dormant heads' growth
+        early = 1 - aligned.times[1:] / gf_jumps                         # measured 42%, 44%, 69%
+        assert early[0] == gaps[0] and 0.43 < early[1] < 0.45 and 0.68 < early[2] < 0.70, early
+    # measured 0.96%, 0.095%, 0.0097%
+    assert agf_errors[0] < 0.015 and agf_errors[1] < 0.0015 and agf_errors[2] < 1.5e-4
+    assert agf_errors[0] > 5 * agf_errors[1] > 25 * agf_errors[2]
 
 
 # ---------------------------------------------------------------------------------------------
