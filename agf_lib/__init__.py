@@ -1,19 +1,23 @@
 """agf_lib: gradient flow and Alternating Gradient Flows (AGF) for two-layer networks.
 
 The public names of the AGF book (described on the book's "Library" page, library.md): the result
-types, the network abstraction, the two engines, one module per setting (``agf_lib.diagonal``, ...),
-and the standard problems (``agf_lib.problems``).
+types and their time unit, the network abstraction, the two engines, the escape-time theory
+(``agf_lib.escape``), one module per setting (``agf_lib.diagonal``, ...), the standard problems
+(``agf_lib.problems``), and the input checks every module shares (``agf_lib.validation``).
 """
 
-from . import attention, dft, diagonal, linear, modular, plotting
+from . import attention, dft, diagonal, escape, linear, modular, plotting, validation
 from . import groups, relu
 from . import problems
 from .agf import CostStepError, alternating_gradient_flow
 from .flow import gradient_descent, gradient_flow
 from .network import FeedForwardNetwork, TwoLayerNetwork, loss, utility
-from .results import Staircase, StaircaseComparison, Trajectory
+from .results import GF_TIME, LOG_TIME, Staircase, StaircaseComparison, TimeUnit, Trajectory
 
 __all__ = [
+    "TimeUnit",
+    "GF_TIME",
+    "LOG_TIME",
     "Trajectory",
     "Staircase",
     "StaircaseComparison",
@@ -28,10 +32,12 @@ __all__ = [
     "attention",
     "dft",
     "diagonal",
+    "escape",
     "modular",
     "groups",
     "problems",
     "relu",
     "linear",
     "plotting",
+    "validation",
 ]
