@@ -271,15 +271,16 @@ def _modular():
 def _groups_d3():
     G = groups.dihedral(3)
     c, s = 0.6, 0.8
-    block = 1.5 * np.array([[c, -s], [s, c]])          # 1.5 times a rotation: one step for the 2-d irrep
+    block = 0.7 * np.array([[c, -s], [s, c]])          # 0.7 times a rotation: more power than A2, less utility
     x = groups.inverse_fourier([np.zeros((1, 1)), np.full((1, 1), 1.0), block], G)
     X, y = groups.dataset(x, G)
     network = groups.CompositionNetwork(G, 8)
-    init = lambda alpha: network.initial_theta(alpha, seed=0)  # noqa: E731
+    init = lambda alpha: network.initial_theta(alpha=alpha, seed=0)  # noqa: E731
     return Problem(
         name="groups-d3",
-        description="composition of two elements of D3: the 2-d irrep (singular values 1.5, 1.5) then the sign "
-                    "irrep (1.0), H = 8 neurons, adaptive rate",
+        description="composition of two elements of D3: the sign irrep (x_hat 1.0, fitted by two neurons) before "
+                    "the 2-d irrep (0.7 times a rotation, twice the power; 9 neurons fit it, H = 8 only partly), "
+                    "adaptive rate",
         chapter="09", network=network, data=(X, y), initial_theta=init,
         closed_form=lambda alpha: groups.agf_staircase(x, G, initial_norm=_largest_norm(init(alpha)),
                                                        adaptive_rate=True, whole_classes=True),
