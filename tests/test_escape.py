@@ -1,0 +1,113 @@
+"""agf_lib.escape (the κ-dependent escape of a dormant neuron) and agf_lib.results.TimeUnit, against an
+independent solve of the norm's ODE and the closed forms of chapter 02."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from agf_lib import GF_TIME, LOG_TIME, Staircase, TimeUnit, Trajectory
+from agf_lib.escape import escape_times, threshold
+
+
+def time_to_norm_one(kappa, nu, utility, eta, adaptive_rate):
+    """When dρ/dt = κηŪρ^{κ−1} (or κηŪρ with the adaptive rate) takes ρ from ν to 1, by solve_ivp in log ρ."""
+    power = 0 if adaptive_rate else kappa - 2
+    grow = lambda t, log_rho: [kappa * eta * utility * math.exp(power * log_rho[0])]
+    reach_one = lambda t, log_rho: log_rho[0]
+    reach_one.terminal, reach_one.direction = True, 1
+    sol = solve_ivp(grow, (0.0, 1e9), [math.log(nu)], events=reach_one, rtol=1e-12, atol=1e-14, method="DOP853")
+    return sol.t_events[0][0]
+
+
+@pytest.mark.parametrize("kappa", [2, 3, 4, 5])
+@pytest.mark.parametrize("adaptive_rate", [False, True])
+@pytest.mark.parametrize("nu, utility, eta", [(1e-3, 0.7, 1.0), (0.2, 2.5, 0.3)])
+def test_escape_time_is_when_the_norm_ode_reaches_one(kappa, adaptive_rate, nu, utility, eta):
+    times, unit = escape_times([utility], kappa=kappa, initial_norm=nu, eta=eta, adaptive_rate=adaptive_rate)
+    assert unit == GF_TIME and times.shape == (1,)
+    np.testing.assert_allclose(times[0], time_to_norm_one(kappa, nu, utility, eta, adaptive_rate), rtol=1e-9)
+
+
+def test_thresholds_are_chapter_02s_closed_forms():
+    nu = 0.01
+    assert threshold(nu, kappa=2) == (pytest.approx(math.log(100), rel=1e-15), GF_TIME)
+    assert threshold(nu, kappa=3)[0] == pytest.approx(99.0, rel=1e-14)
+    assert threshold(nu, kappa=4)[0] == pytest.approx((1e4 - 1) / 2, rel=1e-14)
+    for kappa in (3, 4, 7):
+        assert threshold(nu, kappa=kappa, adaptive_rate=True)[0] == pytest.approx(math.log(100), rel=1e-15)
+    # c(ν) → log(1/ν) as κ → 2 (chapter 02), seen through κ = 3, 4, 5 at ν close to one
+    nu = 1 - 1e-6
+    for kappa in (3, 4, 5):
+        np.testing.assert_allclose(threshold(nu, kappa=kappa)[0], -math.log(nu), rtol=1e-5)
+
+
+@pytest.mark.parametrize("kappa, adaptive_rate, unit", [(2, False, LOG_TIME), (3, True, LOG_TIME),
+                                                        (3, False, TimeUnit.alpha_power(1)),
+                                                        (5, False, TimeUnit.alpha_power(3))])
+def test_the_limit_is_the_finite_alpha_time_in_rescaled_units(kappa, adaptive_rate, unit):
+    utility = np.array([0.5, 0.2])
+    limit, limit_unit = escape_times(utility, kappa=kappa, adaptive_rate=adaptive_rate)
+    assert limit_unit == unit
+    for alpha in (1e-30, 1e-100):        # the finite-α times differ from the limit by α^{κ−2} or nothing
+        finite, _ = escape_times(utility, kappa=kappa, initial_norm=alpha, adaptive_rate=adaptive_rate)
+        np.testing.assert_allclose(finite * unit.factor(alpha), limit, rtol=1e-14)
+
+
+def test_escape_times_refuse_bad_input_naming_it():
+    with pytest.raises(ValueError, match="^utility must be finite and positive"):
+        escape_times([0.3, 0.0], kappa=3)
+    with pytest.raises(ValueError, match="^kappa must be an integer >= 2, got 1"):
+        threshold(0.1, kappa=1)
+    with pytest.raises(TypeError, match="^kappa must be an integer, got float"):
+        threshold(0.1, kappa=2.5)
+    with pytest.raises(TypeError, match="^adaptive_rate must be True or False, got str"):
+        threshold(0.1, kappa=3, adaptive_rate="yes")
+    with pytest.raises(ValueError, match="^initial_norm must be below one"):
+        threshold(1.0, kappa=3)
+    with pytest.raises(ValueError, match="^initial_norm = 1e-100 gives jump times beyond float range for κ = 6"):
+        threshold(1e-100, kappa=6)
+    with pytest.raises(ValueError, match="^eta must be a finite positive number, got 0.0"):
+        escape_times([1.0], kappa=2, eta=0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# TimeUnit
+
+
+def test_standard_labels_parse_to_the_standard_units_and_others_stay_labels():
+    assert TimeUnit.parse("t") == GF_TIME and TimeUnit.parse("t / log(1/α)") == LOG_TIME
+    assert TimeUnit.parse("t·α") == TimeUnit.alpha_power(1) and str(TimeUnit.parse("t · α^3")) == "t·α^3"
+    custom = TimeUnit.parse("3t")
+    assert str(custom) == "3t" and not custom.convertible
+    with pytest.raises(ValueError, match="was set by hand and cannot be converted"):
+        custom.factor(0.1)
+    with pytest.raises(TypeError, match="^time_unit must be a TimeUnit or a str, got int"):
+        TimeUnit.parse(3)
+    with pytest.raises(ValueError, match=r"^power must be a positive integer \(κ − 2\), got 0"):
+        TimeUnit.alpha_power(0)
+
+
+def test_factors_are_the_rescalings_and_survive_tiny_alpha():
+    assert GF_TIME.factor(0.3) == 1.0
+    assert LOG_TIME.factor(1e-100) == pytest.approx(1 / (100 * math.log(10)), rel=1e-15)
+    assert TimeUnit.alpha_power(2).factor(1e-100) == pytest.approx(1e-200, rel=1e-13)
+    with pytest.raises(ValueError, match=r"^alpha must lie in \(0, 1\) to rescale time to t/log\(1/α\), got 1.0"):
+        LOG_TIME.factor(1.0)
+    with pytest.raises(TypeError, match="^alpha must be a real number, got str"):
+        LOG_TIME.factor("0.1")
+
+
+def test_in_units_converts_both_result_types_and_back():
+    alpha = 1e-8
+    staircase = Staircase([0.0, 10.0, 30.0], [1.0, 0.5, 0.1], order=[0, 1])
+    trajectory = Trajectory([0.0, 5.0, 40.0], [1.0, 0.9, 0.1])
+    for result in (staircase, trajectory):
+        rescaled = result.in_units(LOG_TIME, alpha)
+        assert rescaled.time_unit == LOG_TIME
+        np.testing.assert_allclose(rescaled.times, result.times / math.log(1 / alpha), rtol=1e-15)
+        np.testing.assert_allclose(rescaled.in_units("t", alpha).times, result.times, rtol=1e-15)
+    assert staircase.in_units(LOG_TIME, alpha).compare(trajectory.in_units(LOG_TIME, alpha)).time_errors.shape == (2,)
+    with pytest.raises(ValueError, match="time units differ: staircase in 't/log\\(1/α\\)', trajectory in 't'"):
+        staircase.in_units(LOG_TIME, alpha).compare(trajectory)
