@@ -341,30 +341,37 @@ def time_to_norm_one(net, theta0, X, residual, *, eta, adaptive_rate):
     return solution.t_events[0][0]
 
 
+def check_times_against_ode(agf_staircase, limit, net, X, levels, *, eta, adaptive_rate):
+    """``agf_staircase(initial_norm=...)`` against :func:`time_to_norm_one`: ``levels[k-1]`` is the residual on
+    level k − 1 and a unit maximizer there. Aligned start from ν = 1e-2, and the recursion from
+    μ^(0..2) = 1e-2, 0.05, 0.2, whose step k is the wait of a maximizer from norm μ^(k−1)."""
+    nu, norms = 1e-2, [1e-2, 0.05, 0.2]
+    aligned, recursion = agf_staircase(initial_norm=nu), agf_staircase(initial_norm=norms)
+    for k, (residual, direction) in enumerate(levels, 1):
+        solve = lambda norm: time_to_norm_one(net, norm * direction, X, residual, eta=eta,  # noqa: E731
+                                              adaptive_rate=adaptive_rate)
+        np.testing.assert_allclose(aligned.times[k], solve(nu), rtol=1e-8)
+        np.testing.assert_allclose(recursion.times[k] - recursion.times[k - 1], solve(norms[k - 1]), rtol=1e-8)
+    assert aligned.time_unit == recursion.time_unit == GF_TIME
+    assert limit.time_unit == (LOG_TIME if adaptive_rate else TimeUnit.alpha_power(1))
+    # the limit: t·ν (or t/log(1/ν)) tends to the rescaled times as ν → 0, with an error of order ν (1/log(1/ν))
+    tiny = agf_staircase(initial_norm=1e-12)
+    np.testing.assert_allclose(tiny.in_units(limit.time_unit, 1e-12).times, limit.times, rtol=1e-11)
+    np.testing.assert_allclose(limit.losses, aligned.losses, rtol=0)
+
+
 @pytest.mark.parametrize("adaptive_rate", [False, True])
 def test_agf_staircase_times_are_when_an_aligned_head_solved_as_an_ode_reaches_norm_one(adaptive_rate):
     d, N, eta = 3, 8, 0.5
     Sigma, lam, v = random_covariance(11, d)
     X, y = attention.population_data(Sigma, N)
-    net = LinearAttentionNetwork(d, 1)
     limit = attention.limit_staircase(Sigma, N, eta=eta, adaptive_rate=adaptive_rate)
-    nu, norms = 1e-2, [1e-2, 0.05, 0.2]                 # aligned start; the recursion's μ^(0), μ^(1), μ^(2)
-    aligned = attention.agf_staircase(Sigma, N, initial_norm=nu, eta=eta, adaptive_rate=adaptive_rate)
-    recursion = attention.agf_staircase(Sigma, N, initial_norm=norms, eta=eta, adaptive_rate=adaptive_rate)
-    for k in range(1, d + 1):
-        residual = y - X @ limit.states[k - 1].reshape(-1, 1)      # the residual on level k − 1
-        direction = np.concatenate([[1.0], v[:, k - 1], v[:, k - 1]]) / math.sqrt(3)
-        solve = lambda norm: time_to_norm_one(net, norm * direction, X, residual, eta=eta,  # noqa: E731
-                                              adaptive_rate=adaptive_rate)
-        np.testing.assert_allclose(aligned.times[k], solve(nu), rtol=1e-8)
-        # the recursion waits, from the previous jump, as long as a head aligned from norm μ^(k−1)
-        np.testing.assert_allclose(recursion.times[k] - recursion.times[k - 1], solve(norms[k - 1]), rtol=1e-8)
-    assert aligned.time_unit == recursion.time_unit == GF_TIME
-    assert limit.time_unit == (LOG_TIME if adaptive_rate else TimeUnit.alpha_power(1))
-    # the limit: t·ν → (or t/log(1/ν) →) the rescaled times as ν → 0, with an error of order ν (1/log(1/ν))
-    tiny = attention.agf_staircase(Sigma, N, initial_norm=1e-12, eta=eta, adaptive_rate=adaptive_rate)
-    np.testing.assert_allclose(tiny.in_units(limit.time_unit, 1e-12).times, limit.times, rtol=1e-11)
-    np.testing.assert_allclose(limit.losses, aligned.losses, rtol=0)
+    # on level k − 1 the residual leaves v_1..v_{k−1} fitted, and the head (1, v_k, v_k)/√3 maximizes the utility
+    levels = [(y - X @ limit.states[k].reshape(-1, 1), np.concatenate([[1.0], v[:, k], v[:, k]]) / math.sqrt(3))
+              for k in range(d)]
+    check_times_against_ode(lambda **norm: attention.agf_staircase(Sigma, N, eta=eta, adaptive_rate=adaptive_rate,
+                                                                   **norm),
+                            limit, LinearAttentionNetwork(d, 1), X, levels, eta=eta, adaptive_rate=adaptive_rate)
 
 
 def test_recursion_fed_the_norms_of_aligned_heads_gives_the_aligned_times():

@@ -10,12 +10,11 @@ import math
 
 import numpy as np
 import pytest
-from scipy.integrate import solve_ivp
 from scipy.optimize import minimize
+from test_attention import check_times_against_ode
 
 import agf_lib
 from agf_lib import dft, modular
-from agf_lib.results import GF_TIME, LOG_TIME, TimeUnit
 
 ODD_P = [5, 7, 11, 13]
 
@@ -155,43 +154,19 @@ def test_one_neuron_fits_at_most_one_ninth_of_a_harmonic():
     np.testing.assert_allclose(ell0 - best, ell0 / 9, rtol=1e-8)
 
 
-def time_to_norm_one(net, theta0, X, residual, *, eta, adaptive_rate):
-    """The GF time at which one neuron, driven by its utility against a fixed residual
-    (dθ/dt = η‖θ‖^{−1 if adaptive}∇U), reaches norm one: a direct ODE solve with an event."""
-    def rhs(t, theta):
-        grad = net.utility_gradient(theta[None], X, residual)[1][0]
-        return eta * grad / (np.linalg.norm(theta) if adaptive_rate else 1.0)
-
-    def unit_norm(t, theta):
-        return np.linalg.norm(theta) - 1.0
-    unit_norm.terminal = True
-    solution = solve_ivp(rhs, (0, 1e12), theta0, method="DOP853", rtol=1e-12, atol=1e-14, events=unit_norm)
-    return solution.t_events[0][0]
-
-
 @pytest.mark.parametrize("adaptive_rate", [False, True])
 def test_agf_staircase_times_are_when_an_aligned_neuron_solved_as_an_ode_reaches_norm_one(adaptive_rate):
     p, eta = 7, 2.0
     x = random_template(p, 5)
     X, Y = modular.dataset(x)
-    net = modular.QuadraticModularNetwork(p, 1)
     limit = modular.limit_staircase(x, eta=eta, adaptive_rate=adaptive_rate)
-    nu, norms = 1e-2, [1e-2, 0.05, 0.2]
-    aligned = modular.agf_staircase(x, initial_norm=nu, eta=eta, adaptive_rate=adaptive_rate)
-    recursion = modular.agf_staircase(x, initial_norm=norms, eta=eta, adaptive_rate=adaptive_rate)
-    for k in range(1, 4):
-        # the residual once the frequencies before ξ_k are fitted, and a unit maximizer at ξ_k
-        residual = Y - modular.dataset(limit.states[k - 1] + 0.0)[1] if k > 1 else Y
-        direction = modular.utility_maximizer(x, xi=limit.order[k - 1])
-        solve = lambda norm: time_to_norm_one(net, norm * direction, X, residual, eta=eta,  # noqa: E731
-                                              adaptive_rate=adaptive_rate)
-        np.testing.assert_allclose(aligned.times[k], solve(nu), rtol=1e-8)
-        np.testing.assert_allclose(recursion.times[k] - recursion.times[k - 1], solve(norms[k - 1]), rtol=1e-8)
-    assert aligned.time_unit == recursion.time_unit == GF_TIME
-    assert limit.time_unit == (LOG_TIME if adaptive_rate else TimeUnit.alpha_power(1))
-    tiny = modular.agf_staircase(x, initial_norm=1e-12, eta=eta, adaptive_rate=adaptive_rate)
-    np.testing.assert_allclose(tiny.in_units(limit.time_unit, 1e-12).times, limit.times, rtol=1e-11)
-    assert modular.agf_staircase(x, initial_norm=1e-100, adaptive_rate=True).times[-1] < np.inf
+    # the residual once the frequencies before ξ_k are fitted, and a unit maximizer at ξ_k
+    levels = [(Y - modular.dataset(limit.states[k] + 0.0)[1] if k else Y, modular.utility_maximizer(x, xi=xi))
+              for k, xi in enumerate(limit.order)]
+    check_times_against_ode(lambda **norm: modular.agf_staircase(x, eta=eta, adaptive_rate=adaptive_rate, **norm),
+                            limit, modular.QuadraticModularNetwork(p, 1), X, levels, eta=eta,
+                            adaptive_rate=adaptive_rate)
+    assert np.isfinite(modular.agf_staircase(x, initial_norm=1e-100, adaptive_rate=True).times[-1])
 
 
 def test_plain_rate_first_jump_of_agf_converges_to_gradient_flow_and_the_aligned_bound_stays_below():
