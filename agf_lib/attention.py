@@ -35,9 +35,9 @@ import math
 
 import numpy as np
 
-from .escape import escape_times
+from .escape import jump_times
 from .network import TwoLayerNetwork
-from .results import GF_TIME, Staircase
+from .results import Staircase
 from .validation import real_array, check_positive, check_int
 
 __all__ = ["LinearAttentionNetwork", "check_covariance", "population_moments", "population_data", "population_loss",
@@ -190,22 +190,6 @@ def sample_prompts(Sigma, N, num_prompts, seed=0):
     return Phi.reshape(num_prompts, d * d), np.einsum("pd,pd->p", beta, query)[:, None]
 
 
-def _jump_times(utilities, initial_norm, eta, adaptive_rate, unit_name):
-    """κ = 3 jump times at the maximal utilities ``Ū*_k`` (:func:`agf_lib.escape.escape_times`): for a norm ``ν``
-    or ``None``, of neurons aligned from the start; for a sequence ``μ^(0), μ^(1), …``, the recursion
-    ``τ^(k) = τ^(k−1) + c(μ^(k−1))/(3ηŪ*_k)`` (the paper's Eqs. 7 and 9). Shared by :mod:`agf_lib.modular`."""
-    if initial_norm is None or np.ndim(initial_norm) == 0:
-        return escape_times(utilities, kappa=3, initial_norm=initial_norm, eta=eta, adaptive_rate=adaptive_rate,
-                            unit_name=unit_name)
-    norms = real_array(initial_norm, "initial_norm", "a number or a 1-D array")
-    if norms.ndim != 1 or not 1 <= norms.size <= utilities.size:
-        raise ValueError(f"initial_norm must hold one dormant norm per jump, at most {utilities.size}, "
-                         f"got shape {norms.shape}")
-    steps = [escape_times(u, kappa=3, initial_norm=float(mu), eta=eta, adaptive_rate=adaptive_rate,
-                          unit_name=unit_name)[0] for u, mu in zip(utilities, norms)]
-    return np.cumsum(steps), GF_TIME
-
-
 def _pcr(Sigma, N, initial_norm, eta, adaptive_rate):
     Sigma, N = check_covariance(Sigma), _check_context(N)
     eta = check_positive(eta, "eta")
@@ -214,7 +198,8 @@ def _pcr(Sigma, N, initial_norm, eta, adaptive_rate):
     trace = float(np.trace(Sigma))
     gains = 0.5 * N * eigenvalues**2 / (trace + (N + 1) * eigenvalues)
     losses = 0.5 * trace - np.concatenate([[0.0], np.cumsum(gains)])
-    times, unit = _jump_times(N * eigenvalues**2 / (3.0 * math.sqrt(3.0)), initial_norm, eta, adaptive_rate, "head")
+    times, unit = jump_times(N * eigenvalues**2 / (3.0 * math.sqrt(3.0)), kappa=3, initial_norm=initial_norm, eta=eta,
+                             adaptive_rate=adaptive_rate, unit_name="head")
     states, M = [np.zeros((Sigma.shape[0],) * 2)], np.zeros((Sigma.shape[0],) * 2)
     for lam, v in zip(eigenvalues, vectors.T):
         M = M + np.outer(v, v) / (trace + (N + 1) * lam)

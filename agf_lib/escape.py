@@ -19,9 +19,9 @@ import math
 import numpy as np
 
 from .results import GF_TIME, LOG_TIME, TimeUnit
-from .validation import check_int, check_positive
+from .validation import check_int, check_positive, real_array
 
-__all__ = ["threshold", "escape_times"]
+__all__ = ["threshold", "escape_times", "jump_times"]
 
 
 def _logarithmic(kappa, adaptive_rate):
@@ -61,3 +61,25 @@ def escape_times(utility, *, kappa, initial_norm=None, eta=1.0, adaptive_rate=Fa
     eta = check_positive(eta, "eta")
     c, unit = threshold(initial_norm, kappa=kappa, adaptive_rate=adaptive_rate, unit_name=unit_name)
     return c / (kappa * eta * utility), unit
+
+
+def jump_times(utility, *, kappa, initial_norm=None, eta=1.0, adaptive_rate=False, unit_name="neuron"):
+    """``(times, unit)``: the jump times ``τ^(1), τ^(2), …`` of a staircase whose k-th jump is made by a neuron of
+    normalized utility ``Ū_k = utility[k-1]`` (the paper's Eqs. 7 and 9 for κ = 3).
+
+    * ``initial_norm`` ``None`` or a number ``ν``: each neuron escapes from ``ν`` from the start,
+      ``τ^(k) = c(ν)/(κηŪ_k)`` (:func:`escape_times`; ``None``: the α → 0 limit in its rescaled unit);
+    * a sequence ``μ^(0), …, μ^(m−1)``, the largest norm of a dormant neuron at each earlier jump: the
+      recursion ``τ^(k) = τ^(k−1) + c(μ^(k−1))/(κηŪ_k)`` for the first ``m`` jumps, in GF time.
+    """
+    utility = np.asarray(utility, dtype=float)
+    if initial_norm is None or np.ndim(initial_norm) == 0:
+        return escape_times(utility, kappa=kappa, initial_norm=initial_norm, eta=eta, adaptive_rate=adaptive_rate,
+                            unit_name=unit_name)
+    norms = real_array(initial_norm, "initial_norm", "a number or a 1-D array")
+    if norms.ndim != 1 or not 1 <= norms.size <= utility.size:
+        raise ValueError(f"initial_norm must hold one dormant norm per jump, at most {utility.size}, "
+                         f"got shape {norms.shape}")
+    steps = [escape_times(u, kappa=kappa, initial_norm=float(mu), eta=eta, adaptive_rate=adaptive_rate,
+                          unit_name=unit_name)[0] for u, mu in zip(utility, norms)]
+    return np.cumsum(steps), GF_TIME

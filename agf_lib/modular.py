@@ -33,8 +33,8 @@ import math
 
 import numpy as np
 
-from .attention import _jump_times
 from .dft import dft, dominant_frequencies, harmonic
+from .escape import jump_times
 from .network import TwoLayerNetwork
 from .results import Staircase
 from .validation import real_array, check_positive, check_int, check_centred
@@ -241,7 +241,7 @@ def _fourier(x, initial_norm, eta, adaptive_rate):
     eta = check_positive(eta, "eta")
     order = [int(k) for k in dominant_frequencies(x)]
     utilities = np.array([max_utility(x, order[:k]) for k in range(len(order))])
-    times, unit = _jump_times(utilities, initial_norm, eta, adaptive_rate, "neuron")
+    times, unit = jump_times(utilities, kappa=3, initial_norm=initial_norm, eta=eta, adaptive_rate=adaptive_rate)
     x_hat = dft(x)
     states, kept = [np.zeros_like(x)], np.zeros_like(x_hat)
     for k in order:

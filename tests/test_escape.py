@@ -8,7 +8,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from agf_lib import GF_TIME, LOG_TIME, Staircase, TimeUnit, Trajectory
-from agf_lib.escape import escape_times, threshold
+from agf_lib.escape import escape_times, jump_times, threshold
 
 
 def time_to_norm_one(kappa, nu, utility, eta, adaptive_rate):
@@ -111,3 +111,15 @@ def test_in_units_converts_both_result_types_and_back():
     assert staircase.in_units(LOG_TIME, alpha).compare(trajectory.in_units(LOG_TIME, alpha)).time_errors.shape == (2,)
     with pytest.raises(ValueError, match="time units differ: staircase in 't/log\\(1/α\\)', trajectory in 't'"):
         staircase.in_units(LOG_TIME, alpha).compare(trajectory)
+
+
+def test_jump_times_recursion_adds_each_escape_from_the_previous_dormant_norm():
+    utility, mu = np.array([0.6, 0.3, 0.1]), [1e-3, 2e-3]
+    times, unit = jump_times(utility, kappa=3, initial_norm=mu)
+    steps = [time_to_norm_one(3, m, u, 1.0, False) for m, u in zip(mu, utility)]
+    assert unit == GF_TIME and times.shape == (2,)
+    np.testing.assert_allclose(times, np.cumsum(steps), rtol=1e-9)
+    aligned, _ = jump_times(utility, kappa=3, initial_norm=1e-3)
+    np.testing.assert_allclose(aligned, escape_times(utility, kappa=3, initial_norm=1e-3)[0], rtol=0)
+    with pytest.raises(ValueError, match="^initial_norm must hold one dormant norm per jump, at most 3"):
+        jump_times(utility, kappa=3, initial_norm=[0.1, 0.1, 0.1, 0.1])
