@@ -38,7 +38,7 @@ from scipy.integrate import solve_ivp
 from .flow import check_num_samples, check_solver, sample_times
 from .network import FeedForwardNetwork
 from .results import LOG_TIME, Staircase, Trajectory
-from .validation import as_float_array, check_positive, real_array
+from .validation import as_float_array, check_int, check_positive, real_array
 
 __all__ = ["FullyConnectedLinearNetwork", "initial_theta", "population_data", "population_loss", "loss_gradient",
            "regression_modes", "reduced_rank_regression", "projected_singular_values", "limit_staircase",
@@ -151,9 +151,10 @@ def _check_rank(rank, c, d):
     top = min(c, d)
     if rank is None:
         return top
-    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 0 <= rank <= top:
-        raise ValueError(f"rank must be None or an integer between 0 and min(c, d) = {top}, got {rank!r}")
-    return int(rank)
+    rank = check_int(rank, "rank", minimum=0)
+    if rank > top:
+        raise ValueError(f"rank must be at most min(c, d) = {top}, got {rank}")
+    return rank
 
 
 def _noise_offset(Sigma_yy, mu, c):
