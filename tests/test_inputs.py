@@ -35,7 +35,8 @@ def theta0():
 
 ALPHA_CONSUMERS = {
     "diagonal.initial_theta": lambda alpha, X, y: diagonal.initial_theta(3, alpha=alpha),
-    "DiagonalLinearNetwork.initial_theta": lambda alpha, X, y: diagonal.DiagonalLinearNetwork(3).initial_theta(alpha=alpha),
+    "DiagonalLinearNetwork.initial_theta":
+        lambda alpha, X, y: diagonal.DiagonalLinearNetwork(3).initial_theta(alpha=alpha),
     "linear.initial_theta": lambda alpha, X, y: linear.initial_theta(3, 2, 1, alpha=alpha),
     "diagonal.activation_threshold": lambda alpha, X, y: diagonal.activation_threshold(alpha),
     "diagonal.beta_of_psi": lambda alpha, X, y: diagonal.beta_of_psi(0.5, alpha),
@@ -60,7 +61,8 @@ def test_alpha_that_is_not_a_real_number_is_a_type_error_naming_alpha(consumer, 
 
 
 def test_numpy_scalars_are_accepted_as_alpha(data):
-    np.testing.assert_array_equal(diagonal.initial_theta(2, alpha=np.float64(0.1)), diagonal.initial_theta(2, alpha=0.1))
+    np.testing.assert_array_equal(diagonal.initial_theta(2, alpha=np.float64(0.1)),
+                                  diagonal.initial_theta(2, alpha=0.1))
     assert diagonal.activation_threshold(np.float32(0.25)) == diagonal.activation_threshold(0.25)
 
 

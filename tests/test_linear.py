@@ -179,7 +179,8 @@ def test_reduced_rank_regression_with_white_inputs_is_the_truncated_svd_eckart_y
         np.testing.assert_allclose(linear.reduced_rank_regression(np.eye(5), Sigma_yx, rank=min(k, 4)),
                                    U[:, : min(k, 4)] @ np.diag(s[: min(k, 4)]) @ Vt[: min(k, 4)], atol=1e-12)
         if k <= 4:
-            np.testing.assert_allclose(linear.reduced_rank_regression(np.eye(5), Sigma_yx, rank=k), expected, atol=1e-12)
+            np.testing.assert_allclose(linear.reduced_rank_regression(np.eye(5), Sigma_yx, rank=k), expected,
+                                       atol=1e-12)
 
 
 @pytest.mark.parametrize("seed,c,d", PROBLEMS, ids=PROBLEM_IDS)
@@ -224,7 +225,8 @@ def test_population_loss_is_the_expected_squared_error_with_noise():
     Sigma_yy = Sigma_yx @ np.linalg.solve(Sigma_xx, Sigma_yx.T) + np.array([[0.3, 0.1], [0.1, 0.2]])
     beta = np.random.default_rng(0).normal(size=(2, 3))
     expected = 0.5 * np.trace(Sigma_yy) - np.trace(beta @ Sigma_yx.T) + 0.5 * np.trace(beta @ Sigma_xx @ beta.T)
-    np.testing.assert_allclose(linear.population_loss(beta, Sigma_xx, Sigma_yx, Sigma_yy=Sigma_yy), expected, rtol=1e-12)
+    np.testing.assert_allclose(linear.population_loss(beta, Sigma_xx, Sigma_yx, Sigma_yy=Sigma_yy), expected,
+                               rtol=1e-12)
     stack = np.stack([beta, 2 * beta])
     assert linear.population_loss(stack, Sigma_xx, Sigma_yx).shape == (2,)
 
