@@ -228,23 +228,29 @@ def _largest_norm(theta):
     return float(np.sqrt((theta**2).sum(1)).max())
 
 
+def _adaptive_kappa3(module, args, *, network, data, agf_options, jumps_reproduced, level_outputs, **about):
+    """A κ = 3 problem run with the adaptive rate, predicted by ``module.agf_staircase(*args, ...)`` from the
+    largest initial norm and by ``module.limit_staircase(*args, ...)`` as α → 0."""
+    init = lambda alpha: network.initial_theta(alpha=alpha, seed=0)  # noqa: E731
+    return Problem(
+        **about, network=network, data=data, initial_theta=init,
+        closed_form=lambda alpha: module.agf_staircase(*args, initial_norm=_largest_norm(init(alpha)),
+                                                       adaptive_rate=True),
+        exact=False, limit=module.limit_staircase(*args, adaptive_rate=True), options=_ADAPTIVE,
+        agf_options=agf_options, jumps_reproduced=jumps_reproduced, level_outputs=level_outputs)
+
+
 def _attention():
     d, N, H = 4, 20, 5
     rotation = np.linalg.qr(np.random.default_rng(0).standard_normal((d, d)))[0]
     Sigma = (rotation * np.array([1.0, 0.75, 0.5, 0.25])) @ rotation.T
     X, y = attention.population_data(Sigma, N)
-    network = attention.LinearAttentionNetwork(d, H)
-    init = lambda alpha: network.initial_theta(alpha, seed=0)  # noqa: E731
-    return Problem(
-        name="attention",
+    return _adaptive_kappa3(
+        attention, (Sigma, N), name="attention",
         description="chapter 05's in-context regression: d = 4, N = 20, eigenvalues of Sigma (1, .75, .5, .25), "
                     "H = 5 heads, adaptive rate; principal components one head at a time",
-        chapter="05", network=network, data=(X, y), initial_theta=init,
-        closed_form=lambda alpha: attention.agf_staircase(Sigma, N, initial_norm=_largest_norm(init(alpha)),
-                                                          adaptive_rate=True),
-        exact=False, limit=attention.limit_staircase(Sigma, N, adaptive_rate=True),
-        options=_ADAPTIVE, agf_options=_NONE, jumps_reproduced=4,
-        level_outputs=lambda M: X @ M.reshape(-1, 1))
+        chapter="05", network=attention.LinearAttentionNetwork(d, H), data=(X, y), agf_options=_NONE,
+        jumps_reproduced=4, level_outputs=lambda M: X @ M.reshape(-1, 1))
 
 
 def _modular():
@@ -254,18 +260,12 @@ def _modular():
     x = dft.template(p, magnitudes, seed=1)
     x = x / np.linalg.norm(x)
     X, y = modular.dataset(x)
-    network = modular.QuadraticModularNetwork(p, H)
-    init = lambda alpha: network.initial_theta(alpha, seed=0)  # noqa: E731
-    return Problem(
-        name="modular",
+    return _adaptive_kappa3(
+        modular, (x,), name="modular",
         description="modular addition mod 7 with frequencies 1 and 2 (|x_hat| in ratio 1 : .8, no resonance: "
                     "3 is not in the template), H = 10 quadratic neurons, adaptive rate",
-        chapter="06", network=network, data=(X, y), initial_theta=init,
-        closed_form=lambda alpha: modular.agf_staircase(x, initial_norm=_largest_norm(init(alpha)),
-                                                        adaptive_rate=True),
-        exact=False, limit=modular.limit_staircase(x, adaptive_rate=True),
-        options=_ADAPTIVE, agf_options=_LOOSE_COST, jumps_reproduced=1,
-        level_outputs=lambda x_k: _composed(modular.dataset, x_k, y))
+        chapter="06", network=modular.QuadraticModularNetwork(p, H), data=(X, y), agf_options=_LOOSE_COST,
+        jumps_reproduced=1, level_outputs=lambda x_k: _composed(modular.dataset, x_k, y))
 
 
 def _groups_d3():

@@ -90,14 +90,25 @@ def _positive_scale(factor, name="factor"):
     return factor
 
 
-def _convert(result, unit, alpha):
-    unit = TimeUnit.parse(unit)
-    factor = unit.factor(alpha) / result.time_unit.factor(alpha)
-    return replace(result, times=result.times * factor, time_unit=unit)
+class _TimeAxis:
+    """The time conversions of both result types (their ``times`` and ``time_unit``)."""
+
+    def rescale_time(self, factor, *, unit=None):
+        """A copy with every time multiplied by ``factor``, labelled ``unit`` (for units with no α;
+        for the standard rescalings use :meth:`in_units`)."""
+        factor = _positive_scale(factor)
+        unit = TimeUnit.parse(unit) if unit is not None else TimeUnit.custom(f"{factor:.4g}·{self.time_unit}")
+        return replace(self, times=self.times * factor, time_unit=unit)
+
+    def in_units(self, unit, alpha):
+        """A copy with its times converted to ``unit`` (a :class:`TimeUnit` or a standard label) at scale ``alpha``."""
+        unit = TimeUnit.parse(unit)
+        factor = unit.factor(alpha) / self.time_unit.factor(alpha)
+        return replace(self, times=self.times * factor, time_unit=unit)
 
 
 @dataclass(frozen=True)
-class Trajectory:
+class Trajectory(_TimeAxis):
     """A simulated path: gradient flow or gradient descent.
 
     Attributes
@@ -158,16 +169,6 @@ class Trajectory:
         """Loss at time(s) ``t`` by linear interpolation between samples."""
         return np.interp(t, self.times, self.losses)
 
-    def rescale_time(self, factor, *, unit=None):
-        """A copy with every time multiplied by ``factor``, labelled ``unit`` (for units with no α;
-        for the standard rescalings use :meth:`in_units`)."""
-        factor = _positive_scale(factor)
-        unit = TimeUnit.parse(unit) if unit is not None else TimeUnit.custom(f"{factor:.4g}·{self.time_unit}")
-        return replace(self, times=self.times * factor, time_unit=unit)
-
-    def in_units(self, unit, alpha):
-        """A copy with its times converted to ``unit`` (a :class:`TimeUnit` or a standard label) at scale ``alpha``."""
-        return _convert(self, unit, alpha)
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,7 @@ class StaircaseComparison:
 
 
 @dataclass(frozen=True)
-class Staircase:
+class Staircase(_TimeAxis):
     """A piecewise-constant prediction of the loss: what AGF (or its α → 0 limit) predicts.
 
     Attributes
@@ -260,16 +261,6 @@ class Staircase:
         k = np.searchsorted(self.times, np.asarray(t, dtype=float), side="right") - 1
         return self.losses[np.clip(k, 0, None)]
 
-    def rescale_time(self, factor, *, unit=None):
-        """A copy with every jump time multiplied by ``factor``, labelled ``unit`` (for units with no α;
-        for the standard rescalings use :meth:`in_units`)."""
-        factor = _positive_scale(factor)
-        unit = TimeUnit.parse(unit) if unit is not None else TimeUnit.custom(f"{factor:.4g}·{self.time_unit}")
-        return replace(self, times=self.times * factor, time_unit=unit)
-
-    def in_units(self, unit, alpha):
-        """A copy with its times converted to ``unit`` (a :class:`TimeUnit` or a standard label) at scale ``alpha``."""
-        return _convert(self, unit, alpha)
 
     def steps(self, t_end=None):
         """``(t, loss)`` arrays tracing the staircase as a step plot up to ``t_end``."""

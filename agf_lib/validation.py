@@ -22,7 +22,10 @@ def as_float_array(value, name, expected="a numpy array or torch tensor", comple
         value = value.detach().cpu().numpy()
     if not isinstance(value, (np.ndarray, list, tuple)):
         raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
-    value = np.asarray(value)
+    try:
+        value = np.asarray(value)
+    except ValueError:             # a ragged nested list
+        raise TypeError(f"{name} must be {expected}, got a ragged nested sequence") from None
     if value.dtype.kind not in ("biufc" if complex_ok else "biuf"):
         raise TypeError(f"{name} must hold {'numbers' if complex_ok else 'real numbers'}, got dtype {value.dtype}")
     return value.astype(complex if value.dtype.kind == "c" else float)
