@@ -954,8 +954,9 @@ def agf_staircase(x, G, *, initial_norm, k=2, eta=1.0, adaptive_rate=False, whol
     κ = k + 1 (κ = 2 takes the logarithmic form). No unit neuron has utility above the first step's
     (:func:`max_utility`), so ``times[1]`` is a lower bound on the first jump of both engines from neurons
     of norm at most ``ν``. With ``whole_classes=True``, one step per class (the follow-up's assumption).
-    For ``cyclic(p)`` and ``k = 2`` this is :func:`agf_lib.modular`'s staircase at finite α (class ``m``
-    = frequency ``m``).
+    For ``cyclic(p)`` and ``k = 2`` this is :func:`agf_lib.modular.agf_staircase` (class ``m`` = frequency ``m``;
+    the paper's recursion over dormant norms reduces to independent escapes, as no step changes the
+    utility of another).
     """
     check_positive(initial_norm, "initial_norm", finite=False)   # None: groups.limit_staircase is the limit
     return _staircase(x, G, k, initial_norm, eta, adaptive_rate, whole_classes)
@@ -964,7 +965,8 @@ def agf_staircase(x, G, *, initial_norm, k=2, eta=1.0, adaptive_rate=False, whol
 def limit_staircase(x, G, *, k=2, eta=1.0, adaptive_rate=False, whole_classes=False):
     """The α → 0 limit of :func:`agf_staircase`, in the rescaled time of :func:`agf_lib.escape.threshold`:
     ``t/log(1/α)`` for κ = 2 or with the adaptive rate, where ``τ^(j) = 1/(κηŪ_j)``, else ``t·α^{κ−2}``,
-    where ``τ^(j) = 1/((κ−2)κηŪ_j)``. Levels, order and states as in :func:`agf_staircase`."""
+    where ``τ^(j) = 1/((κ−2)κηŪ_j)``. Levels, order and states as in :func:`agf_staircase`; for ``cyclic(p)``
+    and ``k = 2``, :func:`agf_lib.modular.limit_staircase`."""
     return _staircase(x, G, k, None, eta, adaptive_rate, whole_classes)
 
 

@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
-from scipy.optimize import minimize
+from scipy.optimize import least_squares, minimize
 
-from agf_lib import dft, groups, modular
+from agf_lib import dft, gradient_flow, groups, modular, problems
 from agf_lib.results import GF_TIME, LOG_TIME, TimeUnit
 
 GROUPS = {
@@ -266,7 +266,7 @@ def test_cyclic_network_with_two_summands_is_the_quadratic_modular_network():
     X, Y = groups.dataset(x, groups.cyclic(p))
     net, net_mod = groups.CompositionNetwork(groups.cyclic(p), H), modular.QuadraticModularNetwork(p, H)
     theta = groups.initial_theta(groups.cyclic(p), H, alpha=0.3, seed=4)
-    np.testing.assert_array_equal(theta, modular.initial_theta(p, H, 0.3, 4))
+    np.testing.assert_array_equal(theta, modular.initial_theta(p, H, alpha=0.3, seed=4))
     residual = Y - net(theta, X)
     np.testing.assert_allclose(net.neuron_outputs(theta, X), np.asarray(net_mod.neuron_outputs(theta, X)), atol=1e-12)
     for ours, theirs in zip(net.utility_gradient(theta, X, residual), net_mod.utility_gradient(theta, X, residual)):
@@ -425,17 +425,18 @@ def test_cyclic_theory_is_theorem_f3_and_eq_9(p):
     assert groups.learning_order(x, G) == list(dft.dominant_frequencies(x))
     for options in ({}, {"adaptive_rate": True}, {"initial_norm": 1e-3, "eta": 2.0},
                     {"initial_norm": 1e-3, "adaptive_rate": True}):
-        theirs = modular.fourier_staircase(x, **options)
-        staircase = groups.agf_staircase if "initial_norm" in options else groups.limit_staircase
+        finite = "initial_norm" in options
+        theirs = (modular.agf_staircase if finite else modular.limit_staircase)(x, **options)
         for whole_classes in (False, True):
-            ours = staircase(x, G, whole_classes=whole_classes, **options)
+            ours = (groups.agf_staircase if finite else groups.limit_staircase)(x, G, whole_classes=whole_classes,
+                                                                                **options)
             assert ours.order == list(theirs.order) and ours.time_unit == theirs.time_unit
             np.testing.assert_allclose(ours.times, theirs.times, rtol=1e-12)
             np.testing.assert_allclose(ours.losses, theirs.losses, atol=1e-12)
         np.testing.assert_allclose(np.array(ours.states), np.array(theirs.states), atol=1e-12)
     theta = np.random.default_rng(0).normal(size=(4, 3 * p))
-    np.testing.assert_allclose(groups.utility(theta, x, G), modular.utility(theta, x), rtol=1e-12)
-    np.testing.assert_allclose(groups.utility(theta, x, G, learned=[2]), modular.utility(theta, x, [2]), rtol=1e-12)
+    np.testing.assert_allclose(groups.utility(theta, x, G), modular.fourier_utility(theta, x), rtol=1e-12)
+    np.testing.assert_allclose(groups.utility(theta, x, G, learned=[2]), modular.fourier_utility(theta, x, [2]), rtol=1e-12)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -578,6 +579,80 @@ def test_output_power_of_the_target_is_the_class_power_of_the_template():
     stacked = groups.output_power(net, np.stack([theta, 2 * theta]), X)
     np.testing.assert_allclose(stacked[1], 2**6 * stacked[0], atol=1e-12 * stacked[1].max())
     np.testing.assert_allclose(stacked[0], groups.class_power(net(theta, X), G).mean(0), atol=1e-12 * stacked[0].max())
+
+
+# ----------------------------------------------------------------------------------------------
+# the cost step and width (chapter 09): what one neuron fits, how many the dynamics need
+
+
+def _one_class_template(G, c):
+    """A template whose only class is ``c``, with ``x̂`` orthogonal (a unit complex number for a pair)."""
+    blocks = [np.zeros((d, d)) for d in G.dims]
+    members = G.irrep_classes[c]
+    for r in members:
+        if G.class_types[c] == "complex":
+            blocks[r] = np.exp((0.7j if r == members[0] else -0.7j)) * np.ones((1, 1))
+        else:
+            blocks[r] = np.linalg.qr(np.random.default_rng(c).normal(size=(G.dims[r],) * 2))[0]
+    return groups.inverse_fourier(blocks, G)
+
+
+@pytest.mark.parametrize("name, c, left", [("D3", 1, 1 / 2), ("Z7", 1, 8 / 9), ("D3", 2, 17 / 18)])
+def test_no_single_neuron_fits_more_of_a_class_than_the_utility_maximizer(name, c, left):
+    """One neuron's best fit (the cost step after AGF's first jump on a class) leaves 1/2 of a real 1-dim
+    class, 8/9 of a complex pair and 17/18 of D3's 2-dim irrep; the maximizer at its best scale attains it."""
+    G = groups.cyclic(7) if name == "Z7" else groups.dihedral(3)
+    x = _one_class_template(G, c)
+    X, Y = groups.dataset(x, G)
+    net = groups.CompositionNetwork(G, 1)
+    scale = (Y**2).sum()
+
+    def residual(theta):
+        return (net(theta[None], X) - Y).ravel()
+
+    rng = np.random.default_rng(1)
+    best = min(2 * least_squares(residual, rng.normal(size=net.num_params), method="lm", xtol=1e-14,
+                                 ftol=1e-14).cost / scale for _ in range(4))
+    f = net(groups.utility_maximizer(x, G, irrep_class=c)[None], X)
+    maximizer_left = 1 - (f * Y).sum() ** 2 / ((f * f).sum() * scale)
+    assert abs(maximizer_left - left) < 1e-12
+    assert abs(best - left) < 1e-8
+
+
+def _d3_standard_run(H, k, alpha, t_end_factor, jump=1):
+    problem = problems.get("groups-d3")
+    x, G = problem.limit.states[-1], groups.dihedral(3)
+    limit = groups.limit_staircase(x, G, k=k, adaptive_rate=True, whole_classes=True)
+    net = groups.CompositionNetwork(G, H, k=k)
+    run = gradient_flow(net, groups.dataset(x, G, k=k), net.initial_theta(alpha=alpha, seed=0),
+                        t_end_factor * limit.times[jump] * math.log(1 / alpha), adaptive_rate=True,
+                        method="LSODA", rtol=1e-7, atol=1e-10)
+    return limit, run.in_units(limit.time_unit, alpha)
+
+
+def test_width_needed_for_the_wide_irrep_of_d3_is_far_above_3g():
+    """Chapter 09: nine neurons fit D3's 2-d irrep E exactly, yet at H = 6|G| gradient flow (adaptive rate,
+    α = 1e-8, seed 0) has not fitted it by 2.5 times its predicted jump; at H = 12|G| it has, about on time."""
+    limit, run = _d3_standard_run(36, 2, 1e-8, 2.5, jump=2)
+    assert 0.05 < run.losses[-1] / limit.losses[0] < 0.12
+    limit, run = _d3_standard_run(72, 2, 1e-8, 2.5, jump=2)
+    assert 1e-4 < run.losses[-1] / limit.losses[0] < 1e-3
+    comparison = limit.compare(run)
+    assert 0.03 < comparison.time_errors[1] < 0.10 and comparison.trajectory_jump_times[1] > limit.times[2]
+    assert abs(comparison.plateau_losses[1] / limit.losses[1] - 1) < 1e-3
+
+
+def test_three_summands_first_jump_error_shrinks_like_one_over_log():
+    """Chapter 09, k = 3 on the groups-d3 template (H = 18): the sign irrep is fitted whole, on its level,
+    and the first jump's error times log(1/α) stays between 4 and 5 as α goes from 1e-16 to 1e-32."""
+    errors = []
+    for alpha in (1e-16, 1e-32):
+        limit, run = _d3_standard_run(18, 3, alpha, 2.0)
+        comparison = limit.compare(run)
+        assert abs(run.losses[-1] / limit.losses[1] - 1) < 1e-4
+        errors.append(comparison.time_errors[0])
+        assert 4.0 < errors[-1] * math.log(1 / alpha) < 5.0
+    assert errors[1] < errors[0]
 
 
 # ----------------------------------------------------------------------------------------------
