@@ -632,10 +632,10 @@ def _d3_standard_run(H, k, alpha, t_end_factor, jump=1):
 
 def test_width_needed_for_the_wide_irrep_of_d3_is_far_above_3g():
     """Chapter 09: nine neurons fit D3's 2-d irrep E exactly, yet at H = 6|G| gradient flow (adaptive rate,
-    α = 1e-8, seed 0) has not fitted it by 2.5 times its predicted jump; at H = 12|G| it has, about on time."""
+    α = 1e-8, seed 0) has not fitted it by 2.5 times its predicted jump; at H = 8|G| it has, about on time."""
     limit, run = _d3_standard_run(36, 2, 1e-8, 2.5, jump=2)
     assert 0.05 < run.losses[-1] / limit.losses[0] < 0.12
-    limit, run = _d3_standard_run(72, 2, 1e-8, 2.5, jump=2)
+    limit, run = _d3_standard_run(48, 2, 1e-8, 2.5, jump=2)
     assert 1e-4 < run.losses[-1] / limit.losses[0] < 1e-3
     comparison = limit.compare(run)
     assert 0.03 < comparison.time_errors[1] < 0.10 and comparison.trajectory_jump_times[1] > limit.times[2]
