@@ -300,7 +300,7 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     """
     network = check_network(network)
     X, y = unpack_data(network, data)
-    theta0 = network.check_theta(theta0, "theta0")
+    theta0 = network.check_theta(theta0, name="theta0")
     eta = check_positive(eta, "eta")
     check_solver(method)
     check_solver(cost_method)

@@ -110,7 +110,7 @@ class LinearAttentionNetwork(TwoLayerNetwork):
         d = self.d
         return np.einsum("...h,...hi,...hj->...ij", theta[..., 0], theta[..., 1 : 1 + d], theta[..., 1 + d :])
 
-    def initial_theta(self, alpha, seed=0):
+    def initial_theta(self, *, alpha, seed=0):
         """See :func:`initial_theta`."""
         return initial_theta(self.d, self.num_neurons, alpha=alpha, seed=seed)
 
@@ -170,7 +170,7 @@ def optimal_map(Sigma, N):
     return np.linalg.inv(np.trace(Sigma) * np.eye(Sigma.shape[0]) + (N + 1) * Sigma)
 
 
-def sample_prompts(Sigma, N, num_prompts, seed=0):
+def sample_prompts(Sigma, N, num_prompts, *, seed=0):
     """Monte Carlo prompts, for checking the population formulas: ``(X, y)`` with rows ``vec Φ`` and ``y``.
 
     Draws ``β ~ N(0, I)``, ``x_1..x_N, x_q ~ N(0, Σ)`` per prompt and returns ``X`` of shape

@@ -57,7 +57,7 @@ def power_spectrum(u):
     return np.abs(u_hat[..., : u_hat.shape[-1] // 2 + 1]) ** 2
 
 
-def dominant_frequencies(x, tol=1e-12):
+def dominant_frequencies(x, *, tol=1e-12):
     """Frequencies ``1 ≤ k ≤ ⌊p/2⌋`` with ``|x̂[k]| > tol · max|x̂|``, ordered by decreasing ``|x̂[k]|``.
 
     Ties keep the lower frequency first. The order is the order in which Theorem F.3 and the
@@ -74,7 +74,7 @@ def dominant_frequencies(x, tol=1e-12):
     return order[keep] + 1
 
 
-def harmonic(p, k, amplitude=1.0, phase=0.0):
+def harmonic(p, k, *, amplitude=1.0, phase=0.0):
     """The real harmonic ``u[j] = amplitude · cos(2πkj/p + phase)``, ``j = 0, …, p−1``.
 
     For ``0 < k < p/2`` its transform is ``(p·amplitude/2) e^{±i·phase}`` at ``±k`` and zero elsewhere.
@@ -86,7 +86,7 @@ def harmonic(p, k, amplitude=1.0, phase=0.0):
     return float(amplitude) * np.cos(2 * np.pi * k * j / p + float(phase))
 
 
-def template(p, magnitudes, phases=None, seed=0):
+def template(p, magnitudes, *, phases=None, seed=0):
     """A centred real vector ``x ∈ R^p`` (odd ``p ≥ 3``) with ``|x̂[k]| = magnitudes[k−1]``, ``k = 1…(p−1)/2``.
 
     ``phases[k−1]`` is the phase of ``x̂[k]``; when omitted the phases are drawn uniformly with ``seed``.
@@ -106,7 +106,7 @@ def template(p, magnitudes, phases=None, seed=0):
     phases = _as_real_vectors(phases, "phases")
     if phases.shape != (half,):
         raise ValueError(f"phases must have (p-1)/2 = {half} entries, got shape {phases.shape}")
-    x = sum(harmonic(p, k, 2.0 * m / p, s) for k, m, s in zip(range(1, half + 1), magnitudes, phases))
+    x = sum(harmonic(p, k, amplitude=2.0 * m / p, phase=s) for k, m, s in zip(range(1, half + 1), magnitudes, phases))
     return x
 
 

@@ -148,7 +148,7 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     """
     network = check_network(network)
     X, y = unpack_data(network, data)
-    theta0 = network.check_theta(theta0, "theta0")
+    theta0 = network.check_theta(theta0, name="theta0")
     t_end, eta = check_positive(t_end, "t_end"), check_positive(eta, "eta")
     check_solver(method)
     check_num_samples(num_samples)
@@ -194,7 +194,7 @@ def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, num_samples=2000
     """
     network = check_network(network)
     X, y = unpack_data(network, data)
-    theta = network.check_theta(theta0, "theta0").copy()
+    theta = network.check_theta(theta0, name="theta0").copy()
     t_end, eta = check_positive(t_end, "t_end"), check_positive(eta, "eta")
     check_num_samples(num_samples)
     num_steps = int(math.ceil(t_end / eta))

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
 
@@ -165,6 +165,7 @@ class FiniteGroup:
 
     table: np.ndarray
     irreps: tuple
+    _: KW_ONLY
     name: str = "G"
     irrep_names: tuple | None = None
     element_names: tuple | None = None
@@ -307,7 +308,8 @@ def cyclic(n):
             irreps.append(np.cos(np.pi * (2 * m // n) * a).reshape(n, 1, 1).round())
         else:
             irreps.append(np.exp(2j * np.pi * ((a * m) % n) / n).reshape(n, 1, 1))
-    return FiniteGroup(table, tuple(irreps), f"Z{n}", tuple(f"χ{m}" for m in range(n)), tuple(str(g) for g in a))
+    return FiniteGroup(table, tuple(irreps), name=f"Z{n}", irrep_names=tuple(f"χ{m}" for m in range(n)),
+                       element_names=tuple(str(g) for g in a))
 
 
 def _rotation(angle):
@@ -338,7 +340,7 @@ def dihedral(n):
         irreps.append(np.where(b[:, None, None] == 1, rot @ reflection, rot))
         names.append(f"E{m}")
     elements = tuple(("r" + (str(i) if i > 1 else "") if i else "") + ("s" if j else "") or "e" for i, j in zip(a, b))
-    return FiniteGroup(table, tuple(irreps), f"D{n}", tuple(names), elements)
+    return FiniteGroup(table, tuple(irreps), name=f"D{n}", irrep_names=tuple(names), element_names=elements)
 
 
 def _permutation_group(perms):
@@ -385,8 +387,8 @@ def alternating4():
     omega = np.exp(2j * np.pi * coset / 3).reshape(-1, 1, 1)
     standard = _KLEIN_BASIS.T @ matrices @ _KLEIN_BASIS
     irreps = (np.ones((12, 1, 1)), omega, omega.conj(), standard)
-    return FiniteGroup(table, irreps, "A4", ("trivial", "ω", "ω̄", "standard"),
-                       tuple("".join(map(str, p)) for p in perms))
+    return FiniteGroup(table, irreps, name="A4", irrep_names=("trivial", "ω", "ω̄", "standard"),
+                       element_names=tuple("".join(map(str, p)) for p in perms))
 
 
 def symmetric4():
@@ -409,8 +411,8 @@ def symmetric4():
     E = triangle.T @ on_pairings @ triangle
     standard = _KLEIN_BASIS.T @ matrices @ _KLEIN_BASIS
     irreps = (np.ones((24, 1, 1)), sign, E, standard, standard * sign)
-    return FiniteGroup(table, irreps, "S4", ("trivial", "sign", "E", "standard", "standard⊗sign"),
-                       tuple("".join(map(str, p)) for p in perms))
+    return FiniteGroup(table, irreps, name="S4", irrep_names=("trivial", "sign", "E", "standard", "standard⊗sign"),
+                       element_names=tuple("".join(map(str, p)) for p in perms))
 
 
 def _quaternion_product(p, q):
@@ -438,8 +440,8 @@ def quaternion():
     two[:, 0, 0], two[:, 0, 1] = q[:, 0] + 1j * q[:, 1], q[:, 2] + 1j * q[:, 3]
     two[:, 1, 0], two[:, 1, 1] = -q[:, 2] + 1j * q[:, 3], q[:, 0] - 1j * q[:, 1]
     names = ("1", "-1", "i", "-i", "j", "-j", "k", "-k")
-    return FiniteGroup(table, (np.ones((8, 1, 1)), *chars, two), "Q8",
-                       ("trivial", "χi", "χj", "χk", "quaternionic"), names)
+    return FiniteGroup(table, (np.ones((8, 1, 1)), *chars, two), name="Q8",
+                       irrep_names=("trivial", "χi", "χj", "χk", "quaternionic"), element_names=names)
 
 
 def _real_form(rho, seed=0):
@@ -480,7 +482,7 @@ def product(G, H):
             irreps.append(kron)
             names.append(f"{G.irrep_names[r]}⊗{H.irrep_names[s]}")
     elements = tuple(f"({g},{h})" for g in G.element_names for h in H.element_names)
-    return FiniteGroup(table, tuple(irreps), f"{G.name}×{H.name}", tuple(names), elements)
+    return FiniteGroup(table, tuple(irreps), name=f"{G.name}×{H.name}", irrep_names=tuple(names), element_names=elements)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -628,7 +630,7 @@ class CompositionNetwork(TwoLayerNetwork):
         grad = np.concatenate([(k / n) * (z_km1 * s) @ X, z_k @ residual / n], axis=1)
         return U, grad
 
-    def initial_theta(self, alpha, seed=0):
+    def initial_theta(self, *, alpha, seed=0):
         """See :func:`initial_theta`."""
         return initial_theta(self.group, self.num_neurons, alpha=alpha, seed=seed, k=self.k)
 

@@ -108,7 +108,7 @@ class QuadraticModularNetwork(TwoLayerNetwork):
         grad = np.concatenate([(2.0 / n) * (z * s) @ X, zz @ residual / n], axis=1)
         return U, grad
 
-    def initial_theta(self, alpha, seed=0):
+    def initial_theta(self, *, alpha, seed=0):
         """See :func:`initial_theta`."""
         return initial_theta(self.p, self.num_neurons, alpha=alpha, seed=seed)
 
@@ -144,7 +144,7 @@ def _split_theta(theta, p):
     return theta[..., :p], theta[..., p : 2 * p], theta[..., 2 * p :]
 
 
-def fourier_utility(theta, x, learned=()):
+def fourier_utility(theta, x, *, learned=()):
     """Lemma F.2 in the frequency domain: ``U(θ) = (2/p³) Σ_k |x̂[k]|² conj(x̂_r[k]) û[k] v̂[k] conj(ŵ[k])``.
 
     ``x_r`` is ``x`` with the frequencies in ``learned`` (and their conjugates) removed: the target
@@ -164,7 +164,7 @@ def fourier_utility(theta, x, learned=()):
     return float(value) if np.ndim(value) == 0 else value
 
 
-def max_utility(x, learned=()):
+def max_utility(x, *, learned=()):
     """Theorem F.3: the maximal utility of one quadratic neuron on the unit sphere,
     ``√(2/(27p³)) · max_k |x̂[k]|³`` over the frequencies not in ``learned`` (updated utility, Appendix F).
 
@@ -179,7 +179,7 @@ def max_utility(x, learned=()):
     return math.sqrt(2.0 / (27.0 * p**3)) * float(magnitudes.max()) ** 3
 
 
-def utility_maximizer(x, xi=None, s_u=0.0, s_v=0.0):
+def utility_maximizer(x, *, xi=None, s_u=0.0, s_v=0.0):
     """A unit-norm maximizer of the utility (Theorem F.3) at frequency ``xi`` (default: dominant).
 
     ``u = A cos(ω_ξ j + s_u)``, ``v = A cos(ω_ξ j + s_v)``, ``w = A cos(ω_ξ j + s_u + s_v − s_x)`` with
@@ -190,10 +190,10 @@ def utility_maximizer(x, xi=None, s_u=0.0, s_v=0.0):
     xi = int(dominant_frequencies(x)[0]) if xi is None else _check_frequency(xi, p)
     s_x = float(np.angle(dft(x)[xi]))
     A = math.sqrt(2.0 / (3.0 * p))
-    return np.concatenate([harmonic(p, xi, A, s_u), harmonic(p, xi, A, s_v), harmonic(p, xi, A, s_u + s_v - s_x)])
+    return np.concatenate([harmonic(p, xi, amplitude=A, phase=s_u), harmonic(p, xi, amplitude=A, phase=s_v), harmonic(p, xi, amplitude=A, phase=s_u + s_v - s_x)])
 
 
-def harmonic_neurons(x, xi, N=6):
+def harmonic_neurons(x, xi, *, N=6):
     """``N`` neurons aligned with frequency ``xi`` whose sum computes the harmonic of ``(a+b)·x`` at ``±xi``
     exactly: a minimizer of the cost over neurons aligned with one harmonic (Section F.2).
 
@@ -220,8 +220,8 @@ def harmonic_neurons(x, xi, N=6):
     rows = []
     for i in range(N):
         s_u, s_v = s_x + 2 * np.pi * i / N, s_x + 2 * np.pi * c * i / N
-        rows.append(np.concatenate([harmonic(p, xi, A, s_u), harmonic(p, xi, A, s_v),
-                                    harmonic(p, xi, A, s_u + s_v - s_x)]))
+        rows.append(np.concatenate([harmonic(p, xi, amplitude=A, phase=s_u), harmonic(p, xi, amplitude=A, phase=s_v),
+                                    harmonic(p, xi, amplitude=A, phase=s_u + s_v - s_x)]))
     return np.array(rows)
 
 
@@ -240,7 +240,7 @@ def _fourier(x, initial_norm, eta, adaptive_rate):
     x = check_template(x)
     eta = check_positive(eta, "eta")
     order = [int(k) for k in dominant_frequencies(x)]
-    utilities = np.array([max_utility(x, order[:k]) for k in range(len(order))])
+    utilities = np.array([max_utility(x, learned=order[:k]) for k in range(len(order))])
     times, unit = jump_times(utilities, kappa=3, initial_norm=initial_norm, eta=eta, adaptive_rate=adaptive_rate)
     x_hat = dft(x)
     states, kept = [np.zeros_like(x)], np.zeros_like(x_hat)

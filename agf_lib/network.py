@@ -135,7 +135,7 @@ class TwoLayerNetwork:
         cheaper than the ``(H, n, c)`` array of every neuron's output."""
         return np.einsum("h,hnc->nc", weights, self.chart_outputs(phi, X))
 
-    def check_theta(self, theta, name="theta"):
+    def check_theta(self, theta, *, name="theta"):
         """Validate parameters and return them as a float64 array of shape ``(H, P)``."""
         if not (isinstance(theta, np.ndarray) or type(theta).__module__.startswith("torch")):
             raise TypeError(f"{name} must be a numpy array or torch tensor, got {type(theta).__name__}")
@@ -219,7 +219,7 @@ class FeedForwardNetwork(TwoLayerNetwork):
         grad[:, d:] = s @ residual / n
         return (s * m).sum(1) / n, grad
 
-    def initial_theta(self, alpha, seed=0):
+    def initial_theta(self, *, alpha, seed=0):
         """The paper's initialization ``a_i ~ N(0, α²/(2c) I)``, ``w_i ~ N(0, α²/(2d) I)``, seeded."""
         alpha = check_positive(alpha, "alpha")
         rng = np.random.default_rng(seed)

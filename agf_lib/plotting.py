@@ -215,7 +215,7 @@ def legend_outside(target, *, where="right", ncols=None, **legend_kw):
                          borderaxespad=0.0, **legend_kw)
 
 
-def alpha_colors(alphas, cmap="viridis"):
+def alpha_colors(alphas, *, cmap="viridis"):
     """One color per initialization scale, darker for smaller α (ordered by log α)."""
     logs = -np.log10(np.asarray(alphas, dtype=float))
     span = np.ptp(logs) if logs.size > 1 else 1.0

@@ -76,7 +76,7 @@ class Problem:
         How many of the closed form's jumps both engines reproduce at this problem's width: all of them,
         except where too few neurons commit to the first feature for a second one to follow within a
         few times the predicted time (the modular and group problems: gradient flow, too, then
-        learns only the first feature by 2.5 times the limit's last jump, measured).
+        learns only the first feature whole by 2.5 times the limit's last jump, measured).
     level_outputs : callable
         ``level_outputs(state)``: the network's outputs on ``X`` (shape ``(n, c)``) when it computes the
         function of a closed-form level, ``state`` being that level's ``Staircase.states[k]``.
@@ -191,7 +191,7 @@ _RELU_AGF = MappingProxyType({"method": "LSODA", "cost_tol": 1e-6})
 def _relu(name, description, X, y, limit):
     X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)[:, None]
     network = relu.SmoothReLUNetwork(X.shape[1], 8, eps=1e-4)
-    init = lambda alpha: network.initial_theta(alpha, seed=0)  # noqa: E731
+    init = lambda alpha: network.initial_theta(alpha=alpha, seed=0)  # noqa: E731
     return Problem(
         name=name, description=description, chapter="08", network=network, data=(X, y), initial_theta=init,
         closed_form=lambda alpha: limit.in_units(GF_TIME, _largest_norm(init(alpha))),

@@ -118,7 +118,7 @@ class ReLUNetwork(TwoLayerNetwork):
         grad[:, k:] = s @ residual / n
         return (s * m).sum(1) / n, grad
 
-    def initial_theta(self, alpha, seed=0):
+    def initial_theta(self, *, alpha, seed=0):
         """See :func:`initial_theta`."""
         return initial_theta(self, alpha=alpha, seed=seed)
 

@@ -24,6 +24,7 @@ class TimeUnit:
     """
 
     label: str = "t"
+    _: KW_ONLY
     power: int = 0
     logarithmic: bool = False
     convertible: bool = True

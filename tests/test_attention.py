@@ -245,7 +245,7 @@ def test_initial_theta_is_seeded_with_mean_squared_norm_alpha_squared(alpha):
     d, H = 3, 20_000
     theta = attention.initial_theta(d, H, alpha=alpha, seed=4)
     assert theta.shape == (H, 1 + 2 * d)
-    np.testing.assert_array_equal(theta, LinearAttentionNetwork(d, H).initial_theta(alpha, seed=4))
+    np.testing.assert_array_equal(theta, LinearAttentionNetwork(d, H).initial_theta(alpha=alpha, seed=4))
     np.testing.assert_array_equal(theta, attention.initial_theta(d, H, alpha=alpha, seed=4))
     assert not np.array_equal(theta, attention.initial_theta(d, H, alpha=alpha, seed=5))
     # ‖θ_h‖²/α² is χ²_7/7: mean 1, standard deviation √(2/7); 4 standard errors of the mean of 20 000
@@ -544,7 +544,7 @@ def cosine(a, b):
 def test_agf_with_adaptive_rate_reaches_the_pcr_levels_and_maps(agf_problem):
     Sigma, _, v, X, y = agf_problem
     net = LinearAttentionNetwork(AGF_D, 4)
-    theta0 = net.initial_theta(1e-6, seed=0)
+    theta0 = net.initial_theta(alpha=1e-6, seed=0)
     stair = agf_lib.alternating_gradient_flow(net, (X, y), theta0, adaptive_rate=True, max_jumps=AGF_D)
     pcr = attention.agf_staircase(Sigma, AGF_N, initial_norm=np.linalg.norm(theta0, axis=1).max(),
                                   adaptive_rate=True)
@@ -572,7 +572,7 @@ def test_agf_with_adaptive_rate_reaches_the_pcr_levels_and_maps(agf_problem):
 def test_agf_with_plain_rate_activates_heads_aligned_with_successive_eigenvectors(agf_problem):
     Sigma, _, v, X, y = agf_problem
     net = LinearAttentionNetwork(AGF_D, 3)
-    theta0 = net.initial_theta(1e-6, seed=0)
+    theta0 = net.initial_theta(alpha=1e-6, seed=0)
     stair = agf_lib.alternating_gradient_flow(net, (X, y), theta0)
     pcr = attention.limit_staircase(Sigma, AGF_N)
     assert stair.num_jumps == AGF_D and sorted(stair.order) == list(range(AGF_D))
@@ -603,7 +603,7 @@ def test_plain_rate_agf_jump_times_converge_to_gradient_flow_and_the_closed_form
     net = LinearAttentionNetwork(AGF_D, 4)
     agf_errors = []
     for alpha in (1e-2, 1e-3, 1e-4):
-        theta0 = net.initial_theta(alpha, seed=0)
+        theta0 = net.initial_theta(alpha=alpha, seed=0)
         stair = agf_lib.alternating_gradient_flow(net, (X, y), theta0, max_jumps=AGF_D)
         norms = dormant_norms(stair)[:AGF_D]
         t_end = 1.2 * stair.times[-1]
@@ -696,7 +696,7 @@ def test_network_sizes_must_be_positive_integers(d, H, name):
 
 ALPHA_CONSUMERS = {
     "initial_theta": lambda alpha: attention.initial_theta(2, 3, alpha=alpha),
-    "LinearAttentionNetwork.initial_theta": lambda alpha: LinearAttentionNetwork(2, 3).initial_theta(alpha),
+    "LinearAttentionNetwork.initial_theta": lambda alpha: LinearAttentionNetwork(2, 3).initial_theta(alpha=alpha),
 }
 
 

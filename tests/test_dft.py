@@ -41,7 +41,7 @@ def test_cross_correlation_transform_is_conj_x_hat_times_u_hat(p):
 
 def test_power_spectrum_of_a_harmonic_sits_at_its_frequency():
     p, k, amplitude = 11, 3, 0.7
-    power = dft.power_spectrum(dft.harmonic(p, k, amplitude, 1.2))
+    power = dft.power_spectrum(dft.harmonic(p, k, amplitude=amplitude, phase=1.2))
     expected = np.zeros(p // 2 + 1)
     expected[k] = (p * amplitude / 2) ** 2
     np.testing.assert_allclose(power, expected, atol=1e-12)
@@ -53,7 +53,7 @@ def test_template_has_the_prescribed_magnitudes_and_phases_and_is_centred(p):
     rng = np.random.default_rng(p)
     half = (p - 1) // 2
     magnitudes, phases = rng.uniform(0.1, 2, half), rng.uniform(-np.pi, np.pi, half)
-    x = dft.template(p, magnitudes, phases)
+    x = dft.template(p, magnitudes, phases=phases)
     x_hat = dft.dft(x)
     assert x.shape == (p,) and abs(x.sum()) < 1e-12
     np.testing.assert_allclose(np.abs(x_hat[1 : half + 1]), magnitudes, rtol=1e-12)

@@ -65,7 +65,7 @@ def test_feedforward_neurons_conserve_kappa_minus_one_times_a_squared_minus_w_sq
     """The rescaling ``w → λw``, ``a → λ^{1−κ}a`` leaves each neuron's output unchanged, so
     ``(κ − 1)‖a_i‖² − ‖w_i‖²`` is conserved neuron by neuron (κ = 3 for "square", 2 for "linear")."""
     network = FeedForwardNetwork(d=3, H=4, c=1, activation=activation)
-    theta0 = network.initial_theta(0.3, seed=2)
+    theta0 = network.initial_theta(alpha=0.3, seed=2)
     trajectory = gradient_flow(network, feedforward_problem, theta0, 40.0, num_samples=100, record_params=True)
     w, a = trajectory.params[..., :3], trajectory.params[..., 3:]
     conserved = (network.kappa - 1) * (a**2).sum(-1) - (w**2).sum(-1)
@@ -153,7 +153,7 @@ def test_utility_flow_from_alpha_theta_is_alpha_times_the_flow_at_rescaled_time(
     """θ_α(t) = α θ_1(α^{κ−2} t): the directions agree at matching times and the log-norms differ by log α."""
     network = FeedForwardNetwork(d=3, H=4, c=1, activation=activation)
     X, y = network.check_data(*feedforward_problem)
-    theta0 = network.initial_theta(0.3, seed=2)
+    theta0 = network.initial_theta(alpha=0.3, seed=2)
     # until just before the first neuron reaches norm one (κ = 3: the utility flow blows up in finite time)
     t_end = {"square": 3.0, "linear": 1.0}[activation]
     times = np.linspace(0.0, t_end, 40)
@@ -170,7 +170,7 @@ def test_utility_flow_from_alpha_theta_is_alpha_times_the_flow_at_rescaled_time(
 
 def test_gradient_flow_twice_gives_identical_arrays(feedforward_problem):
     network = FeedForwardNetwork(d=3, H=4, c=1, activation="square")
-    theta0 = network.initial_theta(0.1, seed=3)
+    theta0 = network.initial_theta(alpha=0.1, seed=3)
     first = gradient_flow(network, feedforward_problem, theta0, 20.0, num_samples=200, record_params=True)
     second = gradient_flow(network, feedforward_problem, theta0, 20.0, num_samples=200, record_params=True)
     for name in ("times", "losses", "params", "log_norms"):
@@ -180,9 +180,9 @@ def test_gradient_flow_twice_gives_identical_arrays(feedforward_problem):
 def test_initial_theta_is_seeded_and_scaled_like_the_paper():
     network = FeedForwardNetwork(d=40, H=500, c=10)
     alpha = 1e-3
-    theta = network.initial_theta(alpha, seed=7)
-    np.testing.assert_array_equal(theta, network.initial_theta(alpha, seed=7))
-    assert not np.array_equal(theta, network.initial_theta(alpha, seed=8))
+    theta = network.initial_theta(alpha=alpha, seed=7)
+    np.testing.assert_array_equal(theta, network.initial_theta(alpha=alpha, seed=7))
+    assert not np.array_equal(theta, network.initial_theta(alpha=alpha, seed=8))
     # a_i ~ N(0, α²/(2c) I), w_i ~ N(0, α²/(2d) I): E‖w_i‖² = E‖a_i‖² = α²/2 (20000 and 5000 draws)
     np.testing.assert_allclose(np.mean(theta[:, :40] ** 2) * 40, alpha**2 / 2, rtol=3e-2)
     np.testing.assert_allclose(np.mean(theta[:, 40:] ** 2) * 10, alpha**2 / 2, rtol=6e-2)
@@ -238,7 +238,7 @@ def test_a_network_with_neither_closed_forms_nor_torch_outputs_says_what_to_impl
 
 def test_both_engines_agree_through_the_autograd_fallback(feedforward_problem):
     network, fallback = (cls(d=3, H=3, c=1, activation="square") for cls in (FeedForwardNetwork, AutogradFeedForward))
-    theta0 = network.initial_theta(0.05, seed=1)
+    theta0 = network.initial_theta(alpha=0.05, seed=1)
     times = np.linspace(0.0, 30.0, 31)
     fast = gradient_flow(network, feedforward_problem, theta0, 30.0, times=times)
     slow = gradient_flow(fallback, feedforward_problem, theta0, 30.0, times=times)
@@ -259,7 +259,7 @@ def test_the_autograd_fallback_runs_torch_on_one_thread_and_restores_the_callers
     previous = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        gradient_flow(network, feedforward_problem, network.initial_theta(1e-3), 1.0, num_samples=10)
+        gradient_flow(network, feedforward_problem, network.initial_theta(alpha=1e-3), 1.0, num_samples=10)
         assert seen and set(seen) == {1}
         assert torch.get_num_threads() == 2
     finally:

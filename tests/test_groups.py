@@ -278,7 +278,7 @@ def test_initial_theta_has_expected_squared_norm_alpha_squared():
     theta = groups.initial_theta(G, 4000, alpha=0.01, seed=1, k=3)
     assert theta.shape == (4000, 4 * 8)
     assert abs((theta**2).sum(1).mean() / 0.01**2 - 1) < 0.02
-    np.testing.assert_array_equal(groups.CompositionNetwork(G, 4000, k=3).initial_theta(0.01, seed=1), theta)
+    np.testing.assert_array_equal(groups.CompositionNetwork(G, 4000, k=3).initial_theta(alpha=0.01, seed=1), theta)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -420,7 +420,7 @@ def test_cyclic_theory_is_theorem_f3_and_eq_9(p):
     G = groups.cyclic(p)
     x = random_template(G, p)
     assert abs(groups.max_utility(x, G) - modular.max_utility(x)) < 1e-12 * modular.max_utility(x)
-    assert abs(groups.max_utility(x, G, learned=[1, 2]) - modular.max_utility(x, [1, 2])) < 1e-12
+    assert abs(groups.max_utility(x, G, learned=[1, 2]) - modular.max_utility(x, learned=[1, 2])) < 1e-12
     np.testing.assert_allclose(groups.levels(x, G), modular.levels(x), atol=1e-12)
     assert groups.learning_order(x, G) == list(dft.dominant_frequencies(x))
     for options in ({}, {"adaptive_rate": True}, {"initial_norm": 1e-3, "eta": 2.0},
@@ -436,7 +436,7 @@ def test_cyclic_theory_is_theorem_f3_and_eq_9(p):
         np.testing.assert_allclose(np.array(ours.states), np.array(theirs.states), atol=1e-12)
     theta = np.random.default_rng(0).normal(size=(4, 3 * p))
     np.testing.assert_allclose(groups.utility(theta, x, G), modular.fourier_utility(theta, x), rtol=1e-12)
-    np.testing.assert_allclose(groups.utility(theta, x, G, learned=[2]), modular.fourier_utility(theta, x, [2]), rtol=1e-12)
+    np.testing.assert_allclose(groups.utility(theta, x, G, learned=[2]), modular.fourier_utility(theta, x, learned=[2]), rtol=1e-12)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -135,13 +135,13 @@ def test_harmonic_neurons_fit_the_harmonic_exactly_for_admissible_group_sizes(N)
     x = random_template(11, 3)
     xi = int(dft.dominant_frequencies(x)[1])
     expected = 0.5 * x @ x - abs(dft.dft(x)[xi]) ** 2 / 11
-    np.testing.assert_allclose(network_loss(modular.harmonic_neurons(x, xi, N), x), expected, rtol=1e-10)
+    np.testing.assert_allclose(network_loss(modular.harmonic_neurons(x, xi, N=N), x), expected, rtol=1e-10)
 
 
 def test_one_neuron_fits_at_most_one_ninth_of_a_harmonic():
     """The best single neuron aligned with ξ lowers the loss by exactly (1/9)|x̂[ξ]|²/p."""
     p = 11
-    x = dft.harmonic(p, 3, 1.0, 0.4)
+    x = dft.harmonic(p, 3, amplitude=1.0, phase=0.4)
     X, Y = modular.dataset(x)
     ell0 = 0.5 * x @ x
 
@@ -182,7 +182,7 @@ def test_plain_rate_first_jump_of_agf_converges_to_gradient_flow_and_the_aligned
     halfway = levels[0] - (levels[0] - levels[1]) / 18
     errors = []
     for alpha in (0.1, 0.01, 0.001):
-        theta0 = net.initial_theta(alpha, seed=0)
+        theta0 = net.initial_theta(alpha=alpha, seed=0)
         first = agf_lib.alternating_gradient_flow(net, (X, Y), theta0, max_jumps=1, cost_tol=1e-3).times[1]
         gf = agf_lib.gradient_flow(net, (X, Y), theta0, 1.05 * first, rtol=1e-8, atol=1e-12 * alpha,
                                    times=np.linspace(0.9 * first, 1.05 * first, 3001))
@@ -247,7 +247,7 @@ def test_initial_theta_has_the_papers_scale_is_seeded_and_survives_tiny_alpha():
     np.testing.assert_allclose(np.mean(np.sum(theta**2, axis=1)), 0.01, rtol=0.03)
     np.testing.assert_allclose(np.var(theta[:, :14]), 0.01 / 28, rtol=0.05)
     np.testing.assert_allclose(np.var(theta[:, 14:]), 0.01 / 14, rtol=0.05)
-    np.testing.assert_array_equal(theta, modular.QuadraticModularNetwork(7, 4000).initial_theta(0.1, seed=3))
+    np.testing.assert_array_equal(theta, modular.QuadraticModularNetwork(7, 4000).initial_theta(alpha=0.1, seed=3))
     tiny = modular.initial_theta(7, 3, alpha=1e-100)
     assert np.all(np.isfinite(tiny)) and np.all(np.linalg.norm(tiny, axis=1) > 0)
 

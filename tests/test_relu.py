@@ -92,7 +92,7 @@ def test_initial_theta_follows_the_paper_and_is_seeded():
     np.testing.assert_allclose(np.mean(np.sum(theta**2, axis=1)), 1e-6, rtol=0.03)
     np.testing.assert_allclose(np.var(theta[:, :4]), 1e-6 / 8, rtol=0.05)   # α²/(2(d+1))
     np.testing.assert_allclose(np.var(theta[:, 4:]), 1e-6 / 4, rtol=0.05)   # α²/(2c)
-    np.testing.assert_array_equal(theta, network.initial_theta(1e-3, seed=1))
+    np.testing.assert_array_equal(theta, network.initial_theta(alpha=1e-3, seed=1))
     assert not np.array_equal(theta, relu.initial_theta(network, alpha=1e-3, seed=2))
     with pytest.raises(TypeError):
         relu.initial_theta(network, 1e-3)                           # alpha is keyword-only
@@ -131,7 +131,7 @@ def test_agf_on_orthogonal_data_matches_the_closed_form():
     X, y = relu.orthogonal_data([3.0, -2.0, 1.5, -1.0])
     network = relu.SmoothReLUNetwork(2, 8, eps=1e-4)
     alpha = 1e-12
-    theta0 = network.initial_theta(alpha, seed=0)
+    theta0 = network.initial_theta(alpha=alpha, seed=0)
     agf = agf_lib.alternating_gradient_flow(network, (X, y), theta0, method="LSODA", cost_tol=1e-6, max_jumps=2)
     limit = relu.orthogonal_staircase(y)
     np.testing.assert_allclose(agf.losses, limit.losses, atol=1e-9)
