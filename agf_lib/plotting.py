@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import io
 import numbers
+import struct
+import zlib
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -103,6 +105,10 @@ class BookFigure(Figure):
     """
 
 
+def _drawn_font_sizes(fig):
+    return [text.get_fontsize() for text in fig.findobj(Text) if text.get_visible() and text.get_text().strip()]
+
+
 def smallest_font_pt(fig):
     """The smallest font size (pt) among the visible, non-empty texts of ``fig``.
 
@@ -112,23 +118,31 @@ def smallest_font_pt(fig):
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
     fig.draw_without_rendering()  # tick labels exist only once the axes have been laid out
-    sizes = [
-        text.get_fontsize()
-        for text in fig.findobj(Text)
-        if text.get_visible() and text.get_text().strip()
-    ]
+    sizes = _drawn_font_sizes(fig)
     if not sizes:
         raise ValueError("fig has no visible text; label its axes")
     return float(min(sizes))
 
 
+def _png_text_chunk(key, value):
+    """A PNG ``tEXt`` chunk holding ``key: value`` (Latin-1, as the format requires)."""
+    data = key.encode("latin-1") + b"\0" + value.encode("latin-1")
+    return struct.pack(">I", len(data)) + b"tEXt" + data + struct.pack(">I", zlib.crc32(b"tEXt" + data))
+
+
 def png_bytes(fig):
-    """``fig`` as PNG bytes at ``DPI``, tightly cropped, with its smallest font size in the metadata."""
+    """``fig`` as PNG bytes at ``DPI``, tightly cropped, with its smallest font size in the metadata.
+
+    Saving draws the figure, after which its tick labels exist: their sizes are read then, and written
+    into the PNG as a text chunk before its end, so that the figure is drawn once for both."""
     buffer = io.BytesIO()
-    metadata = {MIN_FONT_KEY: f"{smallest_font_pt(fig):g}"}
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.04,
-                facecolor="white", metadata=metadata)
-    return buffer.getvalue()
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.04, facecolor="white")
+    sizes = _drawn_font_sizes(fig)
+    if not sizes:
+        raise ValueError("fig has no visible text; label its axes")
+    png = buffer.getvalue()
+    end = png.rindex(b"IEND") - 4                 # the IEND chunk: length (0), type, CRC
+    return png[:end] + _png_text_chunk(MIN_FONT_KEY, f"{min(sizes):g}") + png[end:]
 
 
 def use_style():
