@@ -134,15 +134,16 @@ def png_bytes(fig):
     """``fig`` as PNG bytes at ``DPI``, tightly cropped, with its smallest font size in the metadata.
 
     Saving draws the figure, after which its tick labels exist: their sizes are read then, and written
-    into the PNG as a text chunk before its end, so that the figure is drawn once for both."""
+    into the PNG as a text chunk right after its header (where readers look before the pixels), so that
+    the figure is drawn once for both."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.04, facecolor="white")
     sizes = _drawn_font_sizes(fig)
     if not sizes:
         raise ValueError("fig has no visible text; label its axes")
     png = buffer.getvalue()
-    end = png.rindex(b"IEND") - 4                 # the IEND chunk: length (0), type, CRC
-    return png[:end] + _png_text_chunk(MIN_FONT_KEY, f"{min(sizes):g}") + png[end:]
+    header = 8 + 4 + 4 + 13 + 4                   # signature, then IHDR: length, type, 13 bytes, CRC
+    return png[:header] + _png_text_chunk(MIN_FONT_KEY, f"{min(sizes):g}") + png[header:]
 
 
 def use_style():
