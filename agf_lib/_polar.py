@@ -123,10 +123,11 @@ class PolarField:
         dirs, logn = self.split(state, H)
         if index is None or self.network.neurons_share_inputs:   # the common case, without indirection
             network = self.network
-            if residual is None:
-                residual = self.y - network.weighted_output(dirs, self.X, np.exp(self.kappa * logn))
             self.evaluations += 1
-            grad = network.chart_utility_gradient(dirs, self.X, residual)[1]
+            if residual is None:
+                grad = network.chart_residual_gradient(dirs, self.X, self.y, np.exp(self.kappa * logn))[1]
+            else:
+                grad = network.chart_utility_gradient(dirs, self.X, residual)[1]
         else:
             if residual is None:
                 residual = self.y - self.outputs(dirs, logn, index)

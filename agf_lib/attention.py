@@ -93,6 +93,12 @@ class LinearAttentionNetwork(TwoLayerNetwork):
         bilinear = np.einsum("hi,nij,hj->hn", K, Phi, Q, optimize=True)
         return (V[:, None] * bilinear)[:, :, None]
 
+    def weighted_output(self, phi, X, weights):
+        # Σ_h w_h V_h K_hᵀ Φ_n Q_h = ⟨Φ_n, M⟩ with M = Σ_h w_h V_h K_h Q_hᵀ: one (d, d) map, then one product
+        V, K, Q = self._split(phi)
+        M = ((weights * V)[:, None] * K).T @ Q
+        return (X @ M.ravel())[:, None]
+
     def utility_gradient(self, theta, X, residual):
         V, K, Q = self._split(theta)
         n = X.shape[0]

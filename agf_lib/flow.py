@@ -203,7 +203,8 @@ def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, num_samples=2000
     n, ones = X.shape[0], np.ones(network.num_neurons)
     with single_thread(network), np.errstate(over="ignore", invalid="ignore"):
         for step in range(num_steps + 1):
-            residual = y - network.weighted_output(network.to_chart(theta), X, ones)   # f(x; Θ), no (H, n, c) array
+            # the residual and −∇L in one evaluation; a chart is an isometry, so from_chart maps gradients back
+            residual, grad = network.chart_residual_gradient(network.to_chart(theta), X, y, ones)
             if step % record_every == 0 or step == num_steps:
                 times.append(step * eta)
                 losses.append(0.5 * float(np.einsum("nc,nc->", residual, residual)) / n)
@@ -214,5 +215,5 @@ def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, num_samples=2000
                                              "use a smaller step")
             if step == num_steps:
                 break
-            theta += eta * network.utility_gradient(theta, X, residual)[1]
+            theta += eta * network.from_chart(grad)
     return Trajectory(np.array(times), np.array(losses), params=np.array(params) if record_params else None)

@@ -621,14 +621,22 @@ class CompositionNetwork(TwoLayerNetwork):
         return ((self._preactivations(phi, X) ** self.k) * weights[:, None]).T @ phi[:, self.input_dim :]
 
     def utility_gradient(self, theta, X, residual):
-        n, k = X.shape[0], self.k
         z = self._preactivations(theta, X)                           # (H, n)
+        z_km1 = z ** (self.k - 1)
+        grad, s, z_k = self._gradient(theta, X, residual, z_km1, z_km1 * z)
+        return (z_k * s).sum(1) / X.shape[0], grad
+
+    def _gradient(self, theta, X, residual, z_km1, z_k):
+        n = X.shape[0]
         s = theta[:, self.input_dim :] @ residual.T                  # (H, n)
-        z_km1 = z ** (k - 1)
+        return np.concatenate([(self.k / n) * (z_km1 * s) @ X, z_k @ residual / n], axis=1), s, z_k
+
+    def chart_residual_gradient(self, phi, X, y, weights):
+        z = self._preactivations(phi, X)                             # shared by the output and the gradient
+        z_km1 = z ** (self.k - 1)
         z_k = z_km1 * z
-        U = (z_k * s).sum(1) / n
-        grad = np.concatenate([(k / n) * (z_km1 * s) @ X, z_k @ residual / n], axis=1)
-        return U, grad
+        residual = y - (z_k * weights[:, None]).T @ phi[:, self.input_dim :]
+        return residual, self._gradient(phi, X, residual, z_km1, z_k)[0]
 
     def initial_theta(self, *, alpha, seed=0):
         """See :func:`initial_theta`."""

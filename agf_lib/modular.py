@@ -100,13 +100,21 @@ class QuadraticModularNetwork(TwoLayerNetwork):
         return (z * z * weights[:, None]).T @ phi[:, 2 * self.p :]
 
     def utility_gradient(self, theta, X, residual):
-        n = X.shape[0]
         z = theta[:, : 2 * self.p] @ X.T                       # (H, n)
+        grad, s, zz = self._gradient(theta, X, residual, z)
+        return (zz * s).sum(1) / X.shape[0], grad
+
+    def _gradient(self, theta, X, residual, z, zz=None):
+        n = X.shape[0]
         s = theta[:, 2 * self.p :] @ residual.T                # (H, n)
+        zz = z * z if zz is None else zz
+        return np.concatenate([(2.0 / n) * (z * s) @ X, zz @ residual / n], axis=1), s, zz
+
+    def chart_residual_gradient(self, phi, X, y, weights):
+        z = phi[:, : 2 * self.p] @ X.T                         # shared by the output and the gradient
         zz = z * z
-        U = (zz * s).sum(1) / n
-        grad = np.concatenate([(2.0 / n) * (z * s) @ X, zz @ residual / n], axis=1)
-        return U, grad
+        residual = y - (zz * weights[:, None]).T @ phi[:, 2 * self.p :]
+        return residual, self._gradient(phi, X, residual, z, zz)[0]
 
     def initial_theta(self, *, alpha, seed=0):
         """See :func:`initial_theta`."""

@@ -135,6 +135,14 @@ class TwoLayerNetwork:
         cheaper than the ``(H, n, c)`` array of every neuron's output."""
         return np.einsum("h,hnc->nc", weights, self.chart_outputs(phi, X))
 
+    def chart_residual_gradient(self, phi, X, y, weights):
+        """``(r, ∇U)``: the residual ``r = y − Σ_i weights_i f_i(x; φ_i)`` and the utility gradients
+        ``∇U_i(φ_i; r)`` in chart coordinates, what both engines evaluate at every step of gradient flow.
+        By default :meth:`weighted_output`, then :meth:`chart_utility_gradient`; a network whose two
+        share work (its pre-activations ``w_iᵀx``) overrides it to do that work once."""
+        residual = y - self.weighted_output(phi, X, weights)
+        return residual, self.chart_utility_gradient(phi, X, residual)[1]
+
     def check_theta(self, theta, *, name="theta"):
         """Validate parameters and return them as a float64 array of shape ``(H, P)``."""
         if not (isinstance(theta, np.ndarray) or type(theta).__module__.startswith("torch")):
@@ -209,15 +217,24 @@ class FeedForwardNetwork(TwoLayerNetwork):
         return (self.sigma(w @ X.T) * weights[:, None]).T @ a
 
     def utility_gradient(self, theta, X, residual):
+        z = theta[:, : self.input_dim] @ X.T          # (H, n)
+        grad, m, s = self._gradient(theta, X, residual, z)
+        return (s * m).sum(1) / X.shape[0], grad
+
+    def _gradient(self, theta, X, residual, z):
         n, d = X.shape[0], self.input_dim
-        w, a = theta[:, :d], theta[:, d:]
-        z = w @ X.T                                   # (H, n)
+        a = theta[:, d:]
         m = a @ residual.T                            # (H, n)
         s = self.sigma(z)
         grad = np.empty_like(theta)
         grad[:, :d] = (self.sigma_prime(z) * m) @ X / n
         grad[:, d:] = s @ residual / n
-        return (s * m).sum(1) / n, grad
+        return grad, m, s
+
+    def chart_residual_gradient(self, phi, X, y, weights):
+        z = phi[:, : self.input_dim] @ X.T            # shared by the output and the gradient
+        residual = y - (self.sigma(z) * weights[:, None]).T @ phi[:, self.input_dim :]
+        return residual, self._gradient(phi, X, residual, z)[0]
 
     def initial_theta(self, *, alpha, seed=0):
         """The paper's initialization ``a_i ~ N(0, α²/(2c) I)``, ``w_i ~ N(0, α²/(2d) I)``, seeded."""

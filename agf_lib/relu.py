@@ -106,17 +106,28 @@ class ReLUNetwork(TwoLayerNetwork):
         return (s * weights[:, None]).T @ a
 
     def utility_gradient(self, theta, X, residual):
-        n, k = X.shape[0], self.weight_dim
         Xt = _lift(X, self.bias)
+        activation = self._activation(theta[:, : self.weight_dim], Xt)
+        grad, m = self._gradient(theta, Xt, residual, activation)
+        return (activation[0] * m).sum(1) / X.shape[0], grad
+
+    def _gradient(self, theta, Xt, residual, activation):
+        n, k = Xt.shape[0], self.weight_dim
         w, a = theta[:, :k], theta[:, k:]
-        s, along_x, along_w = self._activation(w, Xt)
+        s, along_x, along_w = activation
         m = a @ residual.T                                            # (H, n)
         grad = np.empty_like(theta)
         grad[:, :k] = (along_x * m) @ Xt / n
         if along_w is not None:
             grad[:, :k] += (along_w * m).sum(1)[:, None] * w / n
         grad[:, k:] = s @ residual / n
-        return (s * m).sum(1) / n, grad
+        return grad, m
+
+    def chart_residual_gradient(self, phi, X, y, weights):
+        Xt = _lift(X, self.bias)
+        activation = self._activation(phi[:, : self.weight_dim], Xt)   # shared by the output and the gradient
+        residual = y - (activation[0] * weights[:, None]).T @ phi[:, self.weight_dim :]
+        return residual, self._gradient(phi, Xt, residual, activation)[0]
 
     def initial_theta(self, *, alpha, seed=0):
         """See :func:`initial_theta`."""

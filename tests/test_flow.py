@@ -9,7 +9,7 @@ import torch
 from scipy.integrate import solve_ivp
 
 import agf_lib
-from agf_lib import FeedForwardNetwork, diagonal, gradient_flow
+from agf_lib import FeedForwardNetwork, diagonal, gradient_flow, problems
 from agf_lib._polar import PolarField, pack, to_polar
 
 
@@ -264,3 +264,19 @@ def test_the_autograd_fallback_runs_torch_on_one_thread_and_restores_the_callers
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(previous)
+
+
+@pytest.mark.parametrize("name", problems.names())
+def test_every_networks_fused_and_summed_evaluations_agree_with_its_neuron_outputs(name):
+    """weighted_output and chart_residual_gradient, which the engines call, against the plain definitions:
+    the weighted sum of chart_outputs, and weighted_output followed by chart_utility_gradient."""
+    problem = problems.get(name)
+    network, (X, y) = problem.network, problem.data
+    rng = np.random.default_rng(3)
+    phi = rng.normal(size=(network.num_neurons, network.num_params))
+    weights = rng.uniform(0.5, 2.0, network.num_neurons)
+    summed = np.einsum("h,hnc->nc", weights, network.chart_outputs(phi, X))
+    np.testing.assert_allclose(network.weighted_output(phi, X, weights), summed, rtol=1e-12, atol=1e-14)
+    residual, grad = network.chart_residual_gradient(phi, X, y, weights)
+    np.testing.assert_allclose(residual, y - summed, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(grad, network.chart_utility_gradient(phi, X, y - summed)[1], rtol=1e-12, atol=1e-14)
