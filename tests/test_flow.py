@@ -280,3 +280,14 @@ def test_every_networks_fused_and_summed_evaluations_agree_with_its_neuron_outpu
     residual, grad = network.chart_residual_gradient(phi, X, y, weights)
     np.testing.assert_allclose(residual, y - summed, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(grad, network.chart_utility_gradient(phi, X, y - summed)[1], rtol=1e-12, atol=1e-14)
+
+
+def test_sampled_losses_are_the_same_batched_and_one_sample_at_a_time():
+    problem = problems.get("attention")                        # H·n·c = 85: sampled in batches
+    network, (X, y) = problem.network, problem.data
+    dirs, logn = to_polar(network.to_chart(problem.initial_theta(0.3)))
+    field = PolarField(network, X, y, dirs)
+    states = pack(dirs, logn)[:, None] + 0.1 * np.random.default_rng(1).normal(size=(dirs.size + len(logn), 50))
+    batched = field.losses(states)
+    one_by_one = [field.loss(*field.split(states[:, k], len(logn))) for k in range(50)]
+    np.testing.assert_allclose(batched, one_by_one, rtol=1e-13)
