@@ -87,6 +87,11 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
     def weighted_output(self, phi, X, weights):
         return (X @ (weights * _beta(phi)))[:, None]
 
+    def chart_residual_gradient(self, phi, X, y, weights):
+        residual = y - (X @ (weights * _beta(phi)))[:, None]
+        minus_grad = (residual[:, 0] @ X) * (1.0 / X.shape[0])
+        return residual, phi * (minus_grad[:, None] * _CHART_SIGNS)
+
     def initial_theta(self, *, alpha, seed=0):
         """See :func:`initial_theta` (``seed`` is accepted for the contract and unused: no randomness)."""
         return initial_theta(self.input_dim, alpha=alpha)
