@@ -24,11 +24,12 @@ the engines then take polar coordinates in the chart and control direction compo
 For ReLU networks the velocity has kinks where ``w_iᵀx`` changes sign; explicit solvers crawl
 across them, and ``method="LSODA"`` is several times faster.
 
-The right-hand side costs one utility-gradient evaluation of the network, in NumPy with the
-network's closed form (about 25 µs on the book's diagonal problem, of which the polar bookkeeping
-is most; a raw-coordinate NumPy right-hand side of the same network costs about 5 µs). Networks
-without a closed form go through torch autograd, about ten times slower per evaluation
-(``benchmarks/`` measures both engines against plain NumPy and SciPy baselines).
+The right-hand side costs one evaluation of the network's residual and utility gradients
+(``chart_residual_gradient``), in NumPy with the network's closed form: about 16 µs on the book's
+diagonal problem, of which the polar bookkeeping is half, where a raw-coordinate NumPy right-hand side
+of the same network costs about 6 µs. Networks without a closed form go through torch autograd, about
+ten times slower per evaluation (``benchmarks/`` measures both engines against plain NumPy and SciPy
+baselines).
 """
 
 from __future__ import annotations
