@@ -44,7 +44,7 @@ __all__ = ["LinearAttentionNetwork", "check_covariance", "population_moments", "
            "optimal_map", "sample_prompts", "agf_staircase", "limit_staircase", "initial_theta"]
 
 
-def check_covariance(Sigma, name="Sigma"):
+def check_covariance(Sigma, *, name="Sigma"):
     """Validate a symmetric positive definite ``d × d`` covariance; return it as a float array."""
     Sigma = real_array(Sigma, name, "a square array")
     if Sigma.ndim != 2 or Sigma.shape[0] != Sigma.shape[1] or Sigma.shape[0] < 1:

@@ -44,7 +44,7 @@ __all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_thet
            "output_power"]
 
 
-def check_template(x, name="x"):
+def check_template(x, *, name="x"):
     """Validate a centred template of odd length ``p >= 3``; return it as a float array."""
     x = real_array(x, name, "a 1-D array")
     if x.ndim != 1 or x.size < 3 or x.size % 2 == 0:
