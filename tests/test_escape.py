@@ -1,5 +1,5 @@
-"""agf_lib.escape (the κ-dependent escape of a dormant neuron) and agf_lib.results.TimeUnit, against an
-independent solve of the norm's ODE and the closed forms of chapter 02."""
+"""agf_lib.escape (the κ-dependent escape of a dormant neuron) against an independent solve of the norm's
+ODE and the closed forms of chapter 02 (TimeUnit itself is tested in test_results.py)."""
 
 import math
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from agf_lib import GF_TIME, LOG_TIME, Staircase, TimeUnit, Trajectory
+from agf_lib import GF_TIME, LOG_TIME, TimeUnit
 from agf_lib.escape import escape_times, jump_times, threshold
 
 
@@ -70,47 +70,6 @@ def test_escape_times_refuse_bad_input_naming_it():
         threshold(1e-100, kappa=6)
     with pytest.raises(ValueError, match="^eta must be a finite positive number, got 0.0"):
         escape_times([1.0], kappa=2, eta=0.0)
-
-
-# ---------------------------------------------------------------------------------------------
-# TimeUnit
-
-
-def test_standard_labels_parse_to_the_standard_units_and_others_stay_labels():
-    assert TimeUnit.parse("t") == GF_TIME and TimeUnit.parse("t / log(1/α)") == LOG_TIME
-    assert TimeUnit.parse("t·α") == TimeUnit.alpha_power(1) and str(TimeUnit.parse("t · α^3")) == "t·α^3"
-    custom = TimeUnit.parse("3t")
-    assert str(custom) == "3t" and not custom.convertible
-    with pytest.raises(ValueError, match="was set by hand and cannot be converted"):
-        custom.factor(0.1)
-    with pytest.raises(TypeError, match="^time_unit must be a TimeUnit or a str, got int"):
-        TimeUnit.parse(3)
-    with pytest.raises(ValueError, match=r"^power must be a positive integer \(κ − 2\), got 0"):
-        TimeUnit.alpha_power(0)
-
-
-def test_factors_are_the_rescalings_and_survive_tiny_alpha():
-    assert GF_TIME.factor(0.3) == 1.0
-    assert LOG_TIME.factor(1e-100) == pytest.approx(1 / (100 * math.log(10)), rel=1e-15)
-    assert TimeUnit.alpha_power(2).factor(1e-100) == pytest.approx(1e-200, rel=1e-13)
-    with pytest.raises(ValueError, match=r"^alpha must lie in \(0, 1\) to rescale time to t/log\(1/α\), got 1.0"):
-        LOG_TIME.factor(1.0)
-    with pytest.raises(TypeError, match="^alpha must be a real number, got str"):
-        LOG_TIME.factor("0.1")
-
-
-def test_in_units_converts_both_result_types_and_back():
-    alpha = 1e-8
-    staircase = Staircase([0.0, 10.0, 30.0], [1.0, 0.5, 0.1], order=[0, 1])
-    trajectory = Trajectory([0.0, 5.0, 40.0], [1.0, 0.9, 0.1])
-    for result in (staircase, trajectory):
-        rescaled = result.in_units(LOG_TIME, alpha)
-        assert rescaled.time_unit == LOG_TIME
-        np.testing.assert_allclose(rescaled.times, result.times / math.log(1 / alpha), rtol=1e-15)
-        np.testing.assert_allclose(rescaled.in_units("t", alpha).times, result.times, rtol=1e-15)
-    assert staircase.in_units(LOG_TIME, alpha).compare(trajectory.in_units(LOG_TIME, alpha)).time_errors.shape == (2,)
-    with pytest.raises(ValueError, match="time units differ: staircase in 't/log\\(1/α\\)', trajectory in 't'"):
-        staircase.in_units(LOG_TIME, alpha).compare(trajectory)
 
 
 def test_jump_times_recursion_adds_each_escape_from_the_previous_dormant_norm():
