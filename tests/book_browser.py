@@ -11,6 +11,8 @@ still resolves), lets Chromium load it offline with a virtual time budget, and r
 - ``viewport``, ``scroll_width``, ``column_width``, and ``overflow``: visible elements of the article
   that reach past the right edge of the window without a scrolling or clipping container of their
   own (what a phone reader loses off screen), and display equations overlapping their number;
+- ``wide_code``: code and output blocks whose lines, and tables whose columns, are wider than the
+  block that holds them (cut off, or left to a sideways scroll);
 - ``dom``: the page after MathJax ran, for the math checks.
 
 Chromium's own console log (``--enable-logging=stderr``) is read as well: an "Uncaught" message there
@@ -123,6 +125,15 @@ LATE_PROBE = """<script>
       if (pre.clientWidth > 0 && pre.scrollWidth > pre.clientWidth + 1) {
         var line = (pre.textContent || "").split("\\n").reduce(function (a, b) { return b.length > a.length ? b : a; }, "");
         wide_code.push(pre.scrollWidth + " px in " + pre.clientWidth + " px: " + line.trim().slice(0, 80));
+      }
+    });
+    // tables wider than the block that holds them: the right-hand columns are cut off (or scroll)
+    Array.prototype.forEach.call(article.querySelectorAll("table"), function (table) {
+      var holder = table.parentElement;
+      var width = table.getBoundingClientRect().width;
+      if (holder && holder.clientWidth > 0 && width > holder.clientWidth + 1) {
+        var head = (table.querySelector("tr") || table).textContent.replace(/\s+/g, " ").trim();
+        wide_code.push("table " + Math.round(width) + " px in " + holder.clientWidth + " px: " + head.slice(0, 80));
       }
     });
     var remote = performance.getEntriesByType("resource").map(function (entry) { return entry.name; })

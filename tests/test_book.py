@@ -564,10 +564,11 @@ def test_figure_text_is_at_least_8_px_at_1280_px(book_build, browser_reports, pa
 @pytest.mark.book
 @pytest.mark.parametrize("page", toc_files())
 def test_code_and_output_lines_fit_the_column_at_1280_px(book_build, browser_reports, page):
-    """No code cell and no printed output is wider than its block at a 1280 px window: a reader would
-    see its lines cut off (the book's lines are at most 100 characters; _static/outputs.css sizes them)."""
+    """No code cell, printed output or table is wider than its block at a 1280 px window: a reader would
+    see its lines or columns cut off (the book's lines are at most 100 characters; _static/outputs.css
+    sizes them)."""
     wide = report_for(browser_reports, book_build, page, DESKTOP[0])["wide_code"]
-    assert not wide, f"{page}: {len(wide)} code or output blocks wider than the column at {DESKTOP[0]} px:\n" + "\n".join(
+    assert not wide, f"{page}: {len(wide)} code, output or table blocks wider than the column at {DESKTOP[0]} px:\n" + "\n".join(
         wide[:20]
     )
 
