@@ -132,7 +132,7 @@ LATE_PROBE = """<script>
       var holder = table.parentElement;
       var width = table.getBoundingClientRect().width;
       if (holder && holder.clientWidth > 0 && width > holder.clientWidth + 1) {
-        var head = (table.querySelector("tr") || table).textContent.replace(/\s+/g, " ").trim();
+        var head = (table.querySelector("tr") || table).textContent.replace(/\\s+/g, " ").trim();
         wide_code.push("table " + Math.round(width) + " px in " + holder.clientWidth + " px: " + head.slice(0, 80));
       }
     });

@@ -349,8 +349,11 @@ def test_chapter_executes(book_build, notebook, record_property):
 def test_book_builds_without_warnings(book_build):
     returncode, log, _ = book_build
     warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
-    # ipykernel's notice at every kernel start is not a Sphinx warning and says nothing about the book.
-    warnings = [line for line in warnings if not line.startswith("[IPKernelApp] WARNING")]
+    # ipykernel's notice at every kernel start is not a Sphinx warning and says nothing about the book; nor
+    # is tornado's report of a kernel message that arrived as its client closed, seen once in a CI run
+    # whose chapters all executed (each chapter's execution is checked by test_chapter_executes).
+    noise = ("[IPKernelApp] WARNING", "ERROR:tornado.general:Uncaught exception in ZMQStream callback")
+    warnings = [line for line in warnings if not line.startswith(noise)]
     assert returncode == 0 and not warnings, f"jupyter-book build failed (exit {returncode}):\n" + (
         "\n".join(warnings) or log[-5000:]
     )
