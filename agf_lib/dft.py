@@ -16,23 +16,16 @@ import math
 
 import numpy as np
 
-from .validation import check_int
+from .validation import check_int, real_array
 
 __all__ = ["dft", "frequencies", "power_spectrum", "dominant_frequencies", "harmonic", "template", "relabel"]
 
 
 def _as_real_vectors(u, name="u"):
-    """``u`` as a float array whose last axis indexes Z/p; TypeError/ValueError on bad input."""
-    if isinstance(u, (str, bytes, dict)) or u is None:
-        raise TypeError(f"{name} must be an array of real numbers, got {type(u).__name__}")
-    u = np.asarray(u)
-    if u.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {u.dtype}")
+    """``u`` as a finite float array whose last axis indexes Z/p; TypeError/ValueError on bad input."""
+    u = real_array(u, name)
     if u.ndim == 0 or u.shape[-1] < 1:
         raise ValueError(f"{name} must have at least one axis of length >= 1, got shape {u.shape}")
-    u = u.astype(float)
-    if not np.all(np.isfinite(u)):
-        raise ValueError(f"{name} contains NaN or infinite values")
     return u
 
 

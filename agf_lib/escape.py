@@ -19,15 +19,13 @@ import math
 import numpy as np
 
 from .results import GF_TIME, LOG_TIME, TimeUnit
-from .validation import check_int, check_positive, real_array
+from .validation import check_bool, check_int, check_positive, real_array
 
 __all__ = ["threshold", "escape_times", "jump_times"]
 
 
 def _logarithmic(kappa, adaptive_rate):
-    if not isinstance(adaptive_rate, (bool, np.bool_)):
-        raise TypeError(f"adaptive_rate must be True or False, got {type(adaptive_rate).__name__}")
-    return bool(adaptive_rate) or kappa == 2
+    return check_bool(adaptive_rate, "adaptive_rate") or kappa == 2
 
 
 def threshold(initial_norm, *, kappa, adaptive_rate=False, unit_name="neuron"):

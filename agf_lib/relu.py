@@ -39,7 +39,7 @@ from scipy.optimize import nnls
 
 from .network import TwoLayerNetwork
 from .results import Staircase
-from .validation import real_array, check_positive, check_int
+from .validation import check_bool, check_int, check_positive, real_array
 
 __all__ = [
     "ReLUNetwork",
@@ -54,12 +54,6 @@ __all__ = [
     "utility_maximizers",
     "orthogonal_staircase",
 ]
-
-
-def _check_bias(bias):
-    if not isinstance(bias, (bool, np.bool_)):
-        raise TypeError(f"bias must be True or False, got {type(bias).__name__}")
-    return bool(bias)
 
 
 def _lift(X, bias):
@@ -84,7 +78,7 @@ class ReLUNetwork(TwoLayerNetwork):
 
     def __init__(self, d, H, c=1, *, bias=False):
         d, H, c = check_int(d, "d"), check_int(H, "H"), check_int(c, "c")
-        self.bias = _check_bias(bias)
+        self.bias = check_bool(bias, "bias")
         self.input_dim, self.num_neurons, self.output_dim = d, H, c
         self.weight_dim = d + int(self.bias)
         self.num_params = self.weight_dim + c
@@ -251,7 +245,7 @@ def _check_xr(X, residual, bias):
         r = r[:, 0]
     if r.shape != (X.shape[0],):
         raise ValueError(f"residual must have shape (n,) or (n, 1) with n = {X.shape[0]}, got {r.shape}")
-    return _lift(X, _check_bias(bias)), r
+    return _lift(X, check_bool(bias, "bias")), r
 
 
 def _check_pattern(pattern, n):
@@ -298,7 +292,7 @@ def activation_patterns(X, *, bias=False, num_samples=20000, seed=0):
         raise ValueError(f"X must have shape (n, d), got {X.shape}")
     if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
         raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}")
-    Xt = _lift(X, _check_bias(bias))
+    Xt = _lift(X, check_bool(bias, "bias"))
     directions = np.random.default_rng(seed).standard_normal((num_samples, Xt.shape[1]))
     return np.unique(directions @ Xt.T > 0, axis=0)
 

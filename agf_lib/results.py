@@ -8,6 +8,8 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 
 import numpy as np
 
+from .validation import check_positive
+
 __all__ = ["TimeUnit", "GF_TIME", "LOG_TIME", "Trajectory", "Staircase", "StaircaseComparison"]
 
 
@@ -84,20 +86,13 @@ GF_TIME = TimeUnit()
 LOG_TIME = TimeUnit("t/log(1/α)", logarithmic=True)
 
 
-def _positive_scale(factor, name="factor"):
-    factor = float(factor)
-    if not np.isfinite(factor) or factor <= 0:
-        raise ValueError(f"{name} must be a finite positive number, got {factor!r}")
-    return factor
-
-
 class _TimeAxis:
     """The time conversions of both result types (their ``times`` and ``time_unit``)."""
 
     def rescale_time(self, factor, *, unit=None):
         """A copy with every time multiplied by ``factor``, labelled ``unit`` (for units with no α;
         for the standard rescalings use :meth:`in_units`)."""
-        factor = _positive_scale(factor)
+        factor = check_positive(factor, "factor")
         unit = TimeUnit.parse(unit) if unit is not None else TimeUnit.custom(f"{factor:.4g}·{self.time_unit}")
         return replace(self, times=self.times * factor, time_unit=unit)
 
