@@ -258,6 +258,16 @@ class Staircase(_TimeAxis):
         return self.losses[np.clip(k, 0, None)]
 
 
+    def dormant_norms(self):
+        """``μ^(l)``, the largest norm of a neuron still dormant on level ``l``, for each level of an engine's
+        staircase (``states`` holding the parameters, ``active`` the active sets): the norms the paper's
+        jump-time recursion starts each wait from (Eqs. 7 and 9; :func:`agf_lib.escape.jump_times`)."""
+        states = [np.asarray(state, dtype=float) for state in self.states or ()]
+        if self.active is None or not states or any(state.ndim != 2 for state in states):
+            raise ValueError("dormant_norms needs a staircase of the AGF engine (parameters in states, and active sets)")
+        return np.array([np.linalg.norm(np.delete(state, list(active), axis=0), axis=1).max()
+                         for state, active in zip(states, self.active)])
+
     def steps(self, t_end=None):
         """``(t, loss)`` arrays tracing the staircase as a step plot up to ``t_end``."""
         if t_end is None:

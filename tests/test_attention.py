@@ -587,12 +587,6 @@ def test_agf_with_plain_rate_activates_heads_aligned_with_successive_eigenvector
                                    atol=1e-5 * np.abs(pcr.states[k]).max())
 
 
-def dormant_norms(staircase):
-    """μ^(l): the largest norm of a head still dormant on the engine's level l."""
-    return np.array([np.linalg.norm(np.delete(state, list(active), axis=0), axis=1).max()
-                     for state, active in zip(staircase.states, staircase.active)])
-
-
 def test_plain_rate_agf_jump_times_converge_to_gradient_flow_and_the_closed_forms_stay_lower_bounds(agf_problem):
     """κ = 3 without the adaptive rate, at α = 1e-2, 1e-3, 1e-4: AGF's jump times approach gradient flow's,
     with a relative error that falls about tenfold per decade of α. The closed forms do not converge: the
@@ -605,7 +599,7 @@ def test_plain_rate_agf_jump_times_converge_to_gradient_flow_and_the_closed_form
     for alpha in (1e-2, 1e-3, 1e-4):
         theta0 = net.initial_theta(alpha=alpha, seed=0)
         stair = agf_lib.alternating_gradient_flow(net, (X, y), theta0, max_jumps=AGF_D)
-        norms = dormant_norms(stair)[:AGF_D]
+        norms = stair.dormant_norms()[:AGF_D]
         t_end = 1.2 * stair.times[-1]
         # the drops are sharp in t·α: sample densely within 1% of AGF's jumps
         times = np.unique(np.concatenate([np.linspace(0, t_end, 1001)] +

@@ -225,3 +225,11 @@ def test_trajectory_checks_the_shapes_of_params_and_log_norms():
     trajectory = Trajectory(times.tolist(), losses.tolist(), params=np.zeros((3, 4, 2)).tolist(),
                             log_norms=np.zeros((3, 4)))
     assert trajectory.times.dtype == np.float64 and trajectory.params.shape == (3, 4, 2)
+
+
+def test_dormant_norms_are_the_largest_norm_outside_each_active_set(staircase):
+    states = [np.array([[3.0, 4.0], [0.0, 0.1], [0.2, 0.0]]), np.array([[3.0, 4.0], [0.0, 1.0], [0.0, 0.3]])]
+    engine = Staircase([0.0, 1.0], [1.0, 0.5], order=[0], states=states, active=[(), (0,)])
+    np.testing.assert_array_equal(engine.dormant_norms(), [5.0, 1.0])
+    with pytest.raises(ValueError, match="^dormant_norms needs a staircase of the AGF engine"):
+        staircase.dormant_norms()
