@@ -121,13 +121,10 @@ class PolarField:
     def __call__(self, state, index=None, residual=None):
         H = self.network.num_neurons if index is None else len(index)
         dirs, logn = self.split(state, H)
-        if index is None or self.network.neurons_share_inputs:   # the common case, without indirection
-            network = self.network
+        if residual is None and (index is None or self.network.neurons_share_inputs):
+            # gradient flow of these neurons: residual and gradient in one evaluation
             self.evaluations += 1
-            if residual is None:
-                grad = network.chart_residual_gradient(dirs, self.X, self.y, np.exp(self.kappa * logn))[1]
-            else:
-                grad = network.chart_utility_gradient(dirs, self.X, residual)[1]
+            grad = self.network.chart_residual_gradient(dirs, self.X, self.y, np.exp(self.kappa * logn))[1]
         else:
             if residual is None:
                 residual = self.y - self.outputs(dirs, logn, index)
