@@ -39,9 +39,9 @@ import numpy as np
 from scipy.optimize import brentq
 
 from ._polar import PolarField, pack, to_polar
-from .flow import SOLVER_CLASSES, check_max_jumps, check_network, check_solver, single_thread, unpack_data
+from .flow import SOLVER_CLASSES, check_network, check_solver, single_thread, unpack_data
 from .results import Staircase
-from .validation import check_positive
+from .validation import check_max_jumps, check_positive
 
 __all__ = ["alternating_gradient_flow", "CostStepError"]
 

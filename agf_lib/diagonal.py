@@ -27,10 +27,10 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import lsq_linear
 
-from .flow import check_max_jumps, check_num_samples, check_solver, sample_times
+from .flow import check_solver, sample_times
 from .network import TwoLayerNetwork, as_data
 from .results import GF_TIME, LOG_TIME, Staircase, Trajectory
-from .validation import check_positive, check_int
+from .validation import check_int, check_max_jumps, check_num_samples, check_positive
 
 __all__ = ["DiagonalLinearNetwork", "initial_theta", "agf_staircase", "limit_staircase", "exact_flow",
            "activation_threshold", "sign_constrained_least_squares", "beta_of_psi", "log_cosh"]

@@ -44,7 +44,7 @@ from tqdm import tqdm
 from ._polar import PolarField, pack, to_polar
 from .network import TwoLayerNetwork
 from .results import Trajectory
-from .validation import check_positive
+from .validation import check_num_samples, check_positive
 
 __all__ = ["gradient_flow", "gradient_descent", "SOLVERS"]
 
@@ -83,21 +83,6 @@ def check_solver(method):
     if method not in SOLVERS:
         raise ValueError(f"method must be one of {', '.join(SOLVERS)} (scipy.integrate.solve_ivp), got {method!r}")
     return method
-
-
-
-
-def check_max_jumps(max_jumps):
-    if max_jumps is not None and (isinstance(max_jumps, bool) or not isinstance(max_jumps, (int, np.integer))
-                                  or max_jumps < 0):
-        raise ValueError(f"max_jumps must be None or a non-negative integer, got {max_jumps!r}")
-    return max_jumps
-
-
-def check_num_samples(num_samples):
-    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 2:
-        raise ValueError(f"num_samples must be an integer >= 2, got {num_samples!r}")
-    return num_samples
 
 
 def check_network(network):

@@ -35,10 +35,10 @@ import math
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from .flow import check_num_samples, check_solver, sample_times
+from .flow import check_solver, sample_times
 from .network import FeedForwardNetwork
 from .results import LOG_TIME, Staircase, Trajectory
-from .validation import as_float_array, check_int, check_positive, real_array
+from .validation import as_float_array, check_int, check_num_samples, check_positive, real_array
 
 __all__ = ["FullyConnectedLinearNetwork", "initial_theta", "population_data", "population_loss", "loss_gradient",
            "regression_modes", "reduced_rank_regression", "projected_singular_values", "limit_staircase",

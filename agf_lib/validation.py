@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-__all__ = ["as_float_array", "real_array", "check_positive", "check_int", "check_bool", "check_centred"]
+__all__ = ["as_float_array", "real_array", "check_positive", "check_int", "check_bool", "check_centred",
+           "check_max_jumps", "check_num_samples"]
 
 _REALS = (int, float, np.integer, np.floating)
 
@@ -73,3 +74,18 @@ def check_centred(x, name):
     if abs(float(x.sum())) > 1e-9 * scale * x.size:
         raise ValueError(f"{name} must be centred (sum zero); subtract its mean first (sum is {x.sum():.3g})")
     return x
+
+
+def check_max_jumps(max_jumps):
+    """``None`` (no limit) or a non-negative integer."""
+    if max_jumps is not None and (isinstance(max_jumps, bool) or not isinstance(max_jumps, (int, np.integer))
+                                  or max_jumps < 0):
+        raise ValueError(f"max_jumps must be None or a non-negative integer, got {max_jumps!r}")
+    return max_jumps
+
+
+def check_num_samples(num_samples):
+    """The size of a sampling grid: an integer of at least 2."""
+    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 2:
+        raise ValueError(f"num_samples must be an integer >= 2, got {num_samples!r}")
+    return num_samples
