@@ -343,6 +343,34 @@ def test_exact_gradient_flow_keeps_the_hyperbola_and_norm_formula(regression_pro
     np.testing.assert_allclose(trajectory.losses, [half_mse(X, y, b) for b in u * v], rtol=1e-12)
 
 
+def test_exact_flow_jacobian_is_the_derivative_of_its_right_hand_side():
+    rng = np.random.default_rng(11)
+    A = rng.normal(size=(5, 5))
+    Sigma_xx, Sigma_xy = A @ A.T, rng.normal(size=5)
+    # at α = 1e-40, ψ near the activation threshold ψ* ≈ log(1/α) ≈ 92, where |β| is of order one
+    for log_alpha, size in ((math.log(0.3), rng.uniform(0, 1, 5)), (math.log(1e-40), rng.uniform(88, 92, 5))):
+        rhs, jacobian = diagonal._psi_field(Sigma_xx, Sigma_xy, log_alpha)
+        psi = rng.choice([-1.0, 1.0], 5) * size
+        step = 1e-6
+        columns = [(rhs(0.0, psi + step * e) - rhs(0.0, psi - step * e)) / (2 * step) for e in np.eye(5)]
+        exact = jacobian(0.0, psi)
+        # central differences err by about step² × the third derivative, plus rounding of order 1e-16 / step
+        np.testing.assert_allclose(exact, np.stack(columns, axis=1), rtol=1e-6, atol=1e-8 * np.abs(exact).max())
+
+
+@pytest.mark.parametrize("method", ["LSODA", "BDF", "Radau"])
+def test_exact_flow_with_implicit_methods_matches_the_explicit_one_past_interpolation(method):
+    """More coordinates than samples: the loss falls to zero and the flow turns stiff, the case the
+    Jacobian is for. The implicit runs agree with DOP853 at tight tolerances, plateaus and tail alike."""
+    X, y = make_regression(n=6, d=10, seed=4)
+    alpha, t_end = 1e-6, 60 * math.log(1e6)
+    grid = np.linspace(0, t_end, 300)
+    reference = diagonal.exact_flow(X, y, t_end, alpha=alpha, rtol=1e-12, atol=1e-14, times=grid)
+    implicit = diagonal.exact_flow(X, y, t_end, alpha=alpha, method=method, rtol=1e-10, atol=1e-14, times=grid)
+    assert reference.losses[-1] < 1e-4 * reference.losses[0]
+    np.testing.assert_allclose(implicit.losses, reference.losses, rtol=1e-6, atol=1e-12 * reference.losses[0])
+
+
 def test_exact_gradient_flow_rescaled_jump_times_approach_pesme_flammarion(regression_problem):
     """Gradient flow itself, unlike AGF, lags behind PF in rescaled time by O(1/log(1/α)): the largest
     relative jump-time error times log(1/α) stays at ≈ 0.72 on this problem while log(1/α) grows 16-fold."""
