@@ -16,7 +16,9 @@ Neurons start dormant. Each iteration has two steps.
   neurons taken as zero, until the gradient has fallen by ``cost_tol``, or the loss has settled
   (it fell by less than ``cost_tol²`` of its fall so far over the last doubling of time: a loss
   approaching an infimum that no finite weights attain, chapter 06). Both are checked at times
-  growing geometrically, never inside a solver step. An active neuron driven back towards the
+  growing geometrically, on the flow at exactly those times (read from the solver's interpolant), so
+  that where a step ends depends on the flow and not on the solver's steps: SciPy's solvers end every
+  step at the same state, to their tolerance. An active neuron driven back towards the
   origin (its norm below ``dormancy_threshold``) returns to the dormant set with the state it had
   when it last crossed the unit sphere inwards, i.e. with ``𝒮_i = c_i/η`` as in the paper's
   Appendix B.3. A step that has not converged by ``max_cost_time`` raises :class:`CostStepError`.
@@ -178,9 +180,9 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
                 max_cost_time, jump_time):
     """Gradient flow of the active neurons ``index`` to convergence.
 
-    The gradient is checked at times growing geometrically, never inside a solver step (running past
-    convergence only brings the neurons closer to the critical point); the norms are read after every
-    step. Returns the neurons still active with their ``(dirs, logn)``, and a dict ``{neuron: direction}``
+    The gradient and the loss are checked at times growing geometrically, on the solver's interpolant at
+    exactly those times, and the step ends at the state of the check that met a rule; the norms are read
+    after every step. Returns the neurons still active with their ``(dirs, logn)``, and a dict ``{neuron: direction}``
     of those that returned to dormancy, with their direction at their last inward crossing of the unit
     sphere (where ``ℓ = 0``). Raises :class:`CostStepError` when the gradient has not fallen by
     ``cost_tol`` within ``max_cost_time``.
@@ -229,17 +231,20 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
                 elapsed += t
                 break
             if elapsed + solver.t >= check:
-                size, loss = gradient_size(solver.y), field.loss(*field.split(solver.y, H), index)
+                # the checks read the flow at the check time itself, from the step's interpolant, so that
+                # where a step ends does not depend on where the solver happened to put its steps
+                at_check = interpolant(check - elapsed) if check - elapsed > solver.t_old else solver.y
+                size, loss = gradient_size(at_check), field.loss(*field.split(at_check, H), index)
                 # Converged: the gradient has fallen by cost_tol, or the loss has settled (over the last
                 # doubling of time it fell by less than cost_tol² times its fall since the step began; near
                 # a nondegenerate minimum the two rules agree, the loss gap being quadratic in the
                 # distance). The second rule ends steps whose loss approaches an infimum that no finite
                 # parameters attain, where the gradient falls only like 1/t (chapter 06, an incomplete group).
                 if size <= cost_tol * g0 or previous_loss - loss <= cost_tol**2 * (start_loss - loss):
-                    dirs, logn = field.split(solver.y, H)
+                    dirs, logn = field.split(at_check, H)
                     return index, dirs, logn, returned
                 previous_loss = loss
-                check = min(2.0 * (elapsed + solver.t), max_cost_time)
+                check = min(2.0 * check, max_cost_time)
             if elapsed + solver.t > max_cost_time:
                 raise CostStepError(
                     f"the cost step after the jump at t = {jump_time:.6g} did not converge within max_cost_time = "
@@ -276,7 +281,9 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
         diagonal problem, jump times stay within 1e-12 of the closed form at 1e-5, and a restored
         neuron's return from dormancy is timed to 1e-6; at 1e-4 it is not).
     cost_method : solver for cost minimization; LSODA switches to a stiff method near the minimum,
-        where explicit methods stall at their stability limit
+        where explicit methods stall at their stability limit. Its Jacobian is built by finite
+        differences, one evaluation per parameter of the active neurons: with many active neurons and
+        a long, mildly stiff end (chapter 06), the low-order explicit ``"RK23"`` costs less.
     adaptive_rate : neuron-wise rate ``η‖θ_i‖^{2−κ}`` (Appendix B.5), making κ > 2 behave like κ = 2
     dormancy_threshold : norm below which an active neuron returns to dormancy; default the
         geometric mean of the largest initial norm and one, but at least 1e-6

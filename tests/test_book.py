@@ -105,6 +105,15 @@ def find_jupyter_book():
 
 
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=[path.name for path in CHAPTERS])
+def test_chapter_cells_have_unique_ids(notebook):
+    """nbformat 4.5 gives every cell an id (nbformat warns on a missing one, and will refuse it)."""
+    ids = [cell.get("id") for cell in json.loads(notebook.read_text())["cells"]]
+    missing = [index for index, cell_id in enumerate(ids) if not cell_id]
+    assert not missing, f"{notebook.name}: cells {missing} have no id (nbformat.validator.normalize adds them)"
+    assert len(set(ids)) == len(ids), f"{notebook.name}: repeated cell ids"
+
+
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=[path.name for path in CHAPTERS])
 def test_chapter_is_committed_without_outputs_or_execution_counts(notebook):
     cells = json.loads(notebook.read_text())["cells"]
     dirty = [

@@ -124,6 +124,31 @@ def test_use_style_makes_a_notebook_display_book_figures_with_the_metadata():
         InteractiveShell.clear_instance()
 
 
+def test_use_style_shares_parsed_math_text_between_figures_and_renders_it_unchanged(monkeypatch):
+    """Each renderer has its own math-text parser; with the style applied they share one cache, so a label
+    that a second figure repeats is parsed once, and the figure's pixels are those of matplotlib's own
+    per-parser cache."""
+    from matplotlib.mathtext import MathTextParser
+
+    def draw():
+        fig, ax = plotting.figure()
+        ax.semilogy([1, 2], [1e-3, 1e-1])
+        ax.set_xlabel(r"$t/\log(1/\alpha)$ and $\sum_i \|\theta_i\|^2$")
+        pixels = np.asarray(Image.open(io.BytesIO(plotting.png_bytes(fig))))
+        plt.close(fig)
+        return pixels
+
+    plotting.use_style()
+    first, second = MathTextParser("path"), MathTextParser("path")
+    prop = matplotlib.font_manager.FontProperties(size=9)
+    assert first.parse(r"$\alpha^2$", 200, prop) is second.parse(r"$\alpha^2$", 200, prop)
+    assert first.parse(r"$\alpha^2$", 200, prop) is not MathTextParser("agg").parse(r"$\alpha^2$", 200, prop)
+    shared = draw()
+    monkeypatch.setattr(MathTextParser, "_parse_cached", MathTextParser._unshared_parse_cached)
+    assert first.parse(r"$\alpha^2$", 200, prop) is not second.parse(r"$\alpha^2$", 200, prop)
+    np.testing.assert_array_equal(draw(), shared)
+
+
 @pytest.mark.parametrize("where", ["right", "below"])
 def test_legend_outside_covers_no_axes(where):
     fig, (ax,) = labelled_figure()
