@@ -94,17 +94,18 @@ class PolarField:
     def _into(self, out, grad, dirs, logn, H):
         """Write ``(dθ̄/dt, dℓ/dt)`` for utility gradients ``grad`` at ``dirs`` into the flat array ``out``."""
         m = out.size - H
-        radial = (grad * dirs).sum(1)
+        radial = np.einsum("hp,hp->h", grad, dirs)
         tangent = out[:m].reshape(H, -1)
         np.multiply(radial[:, None], dirs, out=tangent)
         np.subtract(grad, tangent, out=tangent)
-        out[m:] = radial
         if not self.scalar_rate:              # the rate η‖θ_i‖^{κ−2} of each neuron
             rate = self.eta * np.exp((self.kappa - 2.0) * logn)
             tangent *= rate[:, None]
-            out[m:] *= rate
-        elif self.eta != 1.0:
-            out *= self.eta
+            np.multiply(radial, rate, out=out[m:])
+        else:
+            out[m:] = radial
+            if self.eta != 1.0:
+                out *= self.eta
         return out
 
     def velocity(self, dirs, logn, residual, index):
@@ -116,7 +117,7 @@ class PolarField:
     @staticmethod
     def split(state, H):
         dirs = state[:-H].reshape(H, -1)
-        return dirs * (1.0 / np.sqrt((dirs * dirs).sum(1)))[:, None], state[-H:]
+        return dirs / np.sqrt(np.einsum("hp,hp->h", dirs, dirs))[:, None], state[-H:]
 
     def __call__(self, state, index=None, residual=None):
         H = self.network.num_neurons if index is None else len(index)

@@ -108,12 +108,13 @@ class QuadraticModularNetwork(TwoLayerNetwork):
         n = X.shape[0]
         s = theta[:, 2 * self.p :] @ residual.T                # (H, n)
         zz = z * z if zz is None else zz
-        return np.concatenate([(2.0 / n) * (z * s) @ X, zz @ residual / n], axis=1), s, zz
+        # scaled after the products, on the (H, P) results rather than the (H, n) factors
+        return np.concatenate([((z * s) @ X) * (2.0 / n), (zz @ residual) * (1.0 / n)], axis=1), s, zz
 
     def chart_residual_gradient(self, phi, X, y, weights):
         z = phi[:, : 2 * self.p] @ X.T                         # shared by the output and the gradient
         zz = z * z
-        residual = y - (zz * weights[:, None]).T @ phi[:, 2 * self.p :]
+        residual = y - zz.T @ (weights[:, None] * phi[:, 2 * self.p :])
         return residual, self._gradient(phi, X, residual, z, zz)[0]
 
     def initial_theta(self, *, alpha, seed=0):
