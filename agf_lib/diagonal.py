@@ -24,10 +24,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.integrate import solve_ivp
 from scipy.optimize import lsq_linear
 
-from .flow import check_solver, sample_times
+from .flow import check_solver, integrate
 from .network import TwoLayerNetwork, as_data
 from .results import GF_TIME, LOG_TIME, Staircase, Trajectory
 from .validation import check_int, check_max_jumps, check_num_samples, check_positive
@@ -214,13 +213,10 @@ def exact_flow(X, y, t_end, *, alpha, method="DOP853", rtol=1e-10, atol=1e-12, n
     check_num_samples(num_samples)
     X, y, Sigma_xx, Sigma_xy = _moments(X, y)
     rhs, jacobian = _psi_field(Sigma_xx, Sigma_xy, math.log(alpha))
-    implicit = {"jac": jacobian} if method in ("LSODA", "BDF", "Radau") else {}
-    sol = solve_ivp(rhs, (0.0, t_end), np.zeros(X.shape[1]), method=method, rtol=rtol, atol=atol, dense_output=True,
-                    **implicit)
-    if not sol.success:
-        raise RuntimeError(f"gradient flow integration failed: {sol.message}")
-    times = sample_times(t_end, sol.t, num_samples, times)
-    psi = sol.sol(times).T
+    times, psi = integrate(rhs, np.zeros(X.shape[1]), t_end, method=method, rtol=rtol, atol=atol,
+                           num_samples=num_samples, times=times,
+                           jac=jacobian if method in ("LSODA", "BDF", "Radau") else None)
+    psi = psi.T
     residual = y[None, :] - beta_of_psi(psi, alpha) @ X.T
     losses = 0.5 * np.mean(residual**2, axis=1)
     params = log_norms = None

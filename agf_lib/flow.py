@@ -108,6 +108,30 @@ def sample_times(t_end, step_times, num_samples, times=None):
     return np.unique(np.concatenate(grid))
 
 
+def integrate(rhs, y0, t_end, *, method, rtol, atol, num_samples, times=None, jac=None):
+    """:func:`scipy.integrate.solve_ivp` from 0 to ``t_end``, sampled: returns ``(times, states)``, the states
+    of shape ``(len(y0), len(times))``, at :func:`sample_times`.
+
+    With the sample ``times`` given, the solver's interpolant is built only on the steps that hold one
+    (``t_eval``): DOP853 spends three extra evaluations of ``rhs`` on each interpolant, about a fifth of its
+    work when samples are sparser than steps. The steps, and the values at ``times``, are those of a run
+    with an interpolant on every step. ``jac`` goes to the implicit methods.
+    """
+    options = {} if jac is None else {"jac": jac}
+    if times is None:
+        sol = solve_ivp(rhs, (0.0, t_end), y0, method=method, rtol=rtol, atol=atol, dense_output=True, **options)
+        if not sol.success:
+            raise RuntimeError(f"gradient flow integration failed: {sol.message}")
+        times = sample_times(t_end, sol.t, num_samples)
+        return times, sol.sol(times)
+    times = sample_times(t_end, None, num_samples, times)
+    grid, where = np.unique(times, return_inverse=True)          # solve_ivp wants t_eval strictly increasing
+    sol = solve_ivp(rhs, (0.0, t_end), y0, method=method, rtol=rtol, atol=atol, t_eval=grid, **options)
+    if not sol.success:
+        raise RuntimeError(f"gradient flow integration failed: {sol.message}")
+    return times, sol.y[:, where]
+
+
 def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rtol=1e-9, atol=1e-12,
                   num_samples=2000, times=None, record_params=False, adaptive_rate=False, progress=False):
     """Integrate gradient flow ``dΘ/dt = −η∇L(Θ)`` from ``theta0`` over ``[0, t_end]``.
@@ -151,14 +175,9 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
                 bar.update(t - bar.n)
             return field(state)
 
-        sol = solve_ivp(rhs, (0.0, t_end), pack(dirs, logn), method=method, rtol=rtol,
-                        atol=field.tolerances(atol, H), dense_output=True)
-        if not sol.success:
-            raise RuntimeError(f"gradient flow integration failed: {sol.message}")
+        times, states = integrate(rhs, pack(dirs, logn), t_end, method=method, rtol=rtol,
+                                  atol=field.tolerances(atol, H), num_samples=num_samples, times=times)
         evaluations = field.evaluations
-
-        times = sample_times(t_end, sol.t, num_samples, times)
-        states = sol.sol(times)
         losses = field.losses(states)
         if not (np.all(np.isfinite(states)) and np.all(np.isfinite(losses))):
             raise FloatingPointError("gradient flow left float64 (a norm overflowed); use a smaller t_end or eta")

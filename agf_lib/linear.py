@@ -33,9 +33,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
-from .flow import check_solver, sample_times
+from .flow import check_solver, integrate
 from .network import FeedForwardNetwork
 from .results import LOG_TIME, Staircase, Trajectory
 from .validation import as_float_array, check_int, check_num_samples, check_positive, real_array
@@ -385,11 +384,8 @@ def matrix_flow(Sigma_xx, Sigma_yx, theta0, t_end, *, Sigma_yy=None, method="DOP
         return out
 
     state0 = np.concatenate([[log_norm0], (theta0 / norm0).ravel()])
-    sol = solve_ivp(rhs, (0.0, t_end), state0, method=method, rtol=rtol, atol=atol, dense_output=True)
-    if not sol.success:
-        raise RuntimeError(f"gradient flow integration failed: {sol.message}")
-    times = sample_times(t_end, sol.t, num_samples, times)
-    states = sol.sol(times)
+    times, states = integrate(rhs, state0, t_end, method=method, rtol=rtol, atol=atol, num_samples=num_samples,
+                              times=times)
     log_norm = states[0]
     z = states[1:].T.reshape(times.size, H, d + c)
     z = z / np.linalg.norm(z, axis=(1, 2))[:, None, None]

@@ -11,6 +11,7 @@ from scipy.integrate import solve_ivp
 import agf_lib
 from agf_lib import FeedForwardNetwork, diagonal, gradient_flow, problems
 from agf_lib._polar import PolarField, pack, to_polar
+from agf_lib.flow import integrate
 
 
 @pytest.fixture
@@ -291,3 +292,24 @@ def test_sampled_losses_are_the_same_batched_and_one_sample_at_a_time():
     batched = field.losses(states)
     one_by_one = [field.loss(*field.split(states[:, k], len(logn))) for k in range(50)]
     np.testing.assert_allclose(batched, one_by_one, rtol=1e-13)
+
+
+def test_integrate_builds_interpolants_only_where_the_given_times_fall():
+    """With sample times given, the values are those of the interpolant on every step (same steps, same
+    interpolants), duplicates included, for fewer evaluations: DOP853 spends three on each interpolant."""
+    calls = [0]
+
+    def rhs(t, y):
+        calls[0] += 1
+        return np.array([y[1], -np.sin(y[0]) - 0.1 * y[1]])
+
+    y0, t_end = np.array([2.0, 0.0]), 60.0
+    times = np.array([0.0, 1.5, 1.5, 30.0, 59.0, 60.0])
+    dense = solve_ivp(rhs, (0.0, t_end), y0, method="DOP853", rtol=1e-9, atol=1e-12, dense_output=True)
+    dense_calls, calls[0] = calls[0], 0
+    sampled_times, states = integrate(rhs, y0, t_end, method="DOP853", rtol=1e-9, atol=1e-12, num_samples=10,
+                                      times=times)
+    np.testing.assert_array_equal(sampled_times, times)
+    np.testing.assert_allclose(states, dense.sol(times), rtol=1e-14, atol=1e-15)
+    steps = dense.t.size - 1
+    assert dense_calls - calls[0] >= 3 * (steps - times.size)
