@@ -19,6 +19,7 @@ import pytest  # noqa: E402
 
 from agf_lib import problems  # noqa: E402
 
+
 def not_a_count(name, value):
     """``(exception, message)`` that ``agf_lib.validation.check_int`` raises for a bad size ``value`` of
     ``name``: a TypeError for a non-integer, a ValueError for an integer below one."""
