@@ -227,7 +227,8 @@ class FeedForwardNetwork(TwoLayerNetwork):
         m = a @ residual.T                            # (H, n)
         s = self.sigma(z)
         grad = np.empty_like(theta)
-        grad[:, :d] = (self.sigma_prime(z) * m) @ X / n
+        # σ' = 1 for the linear activation: no (H, n) array of ones to multiply by
+        grad[:, :d] = (m if self.activation == "linear" else self.sigma_prime(z) * m) @ X / n
         grad[:, d:] = s @ residual / n
         return grad, m, s
 
