@@ -205,7 +205,7 @@ def exact_flow(X, y, t_end, *, alpha, method="DOP853", rtol=1e-10, atol=1e-12, n
     ``−Σ_xx diag(2α² cosh 2ψ)``. Once the data are nearly interpolated the flow is stiff: the fitted
     directions relax at rates of order ``α² e^{2|ψ|}`` while the rest drifts slowly, and an explicit
     method's steps are capped by the fast rates. For long runs past the last jump, ``method="LSODA"``
-    then takes far fewer evaluations (chapter 07's runs to ``t = 400 log(1/α)``: about a tenth).
+    then takes far fewer evaluations (chapter 07's runs to ``t = 400 log(1/α)``).
     """
     alpha = check_positive(alpha, "alpha")
     t_end = check_positive(t_end, "t_end")
