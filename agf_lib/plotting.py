@@ -151,10 +151,10 @@ def _share_mathtext_cache():
 
     Matplotlib caches parsed math text (``$...$`` labels, and the ``10^{-k}`` tick labels of every log
     axis) per parser, and every renderer brings its own parser: each figure drawn parses all its math
-    again, at several milliseconds a string in pyparsing. Over the book that was about 660 parses of
-    about 230 distinct strings, some 4 s of its execution time. The parse depends only on its arguments
-    and the parser's output type, so one cache keyed by both serves every parser. Left alone where
-    matplotlib's internals differ from the pinned version's.
+    again, at several milliseconds a string in pyparsing: the book's figures parsed hundreds of strings,
+    most of them more than once. The parse depends only on its arguments and the parser's output type, so
+    one cache keyed by both serves every parser (the test checks that figures render unchanged). Left
+    alone where matplotlib's internals differ from the pinned version's.
     """
     from matplotlib import mathtext
 
