@@ -122,13 +122,15 @@ class PolarField:
     def __call__(self, state, index=None, residual=None):
         H = self.network.num_neurons if index is None else len(index)
         dirs, logn = self.split(state, H)
-        if residual is None and (index is None or self.network.neurons_share_inputs):
-            # gradient flow of these neurons: residual and gradient in one evaluation
+        if residual is None:
+            # gradient flow of these neurons: residual and gradient in one evaluation (of the whole network,
+            # the others weighted zero, when its neurons see different inputs)
             self.evaluations += 1
-            grad = self.network.chart_residual_gradient(dirs, self.X, self.y, np.exp(self.kappa * logn))[1]
+            all_dirs, weights = self.full(dirs, logn, index)
+            grad = self.network.chart_residual_gradient(all_dirs, self.X, self.y, weights)[1]
+            if all_dirs is not dirs:
+                grad = grad[index]
         else:
-            if residual is None:
-                residual = self.y - self.outputs(dirs, logn, index)
             grad = self.utility_gradient(dirs, logn, residual, index)
         return self._into(np.empty(state.size), grad, dirs, logn, H)
 
