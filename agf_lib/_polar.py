@@ -55,16 +55,28 @@ class PolarField:
         self.scalar_rate = bool(adaptive_rate) or self.kappa == 2
         self.evaluations = 0
 
+    def _whole(self, index):
+        """Whether the neurons in ``index`` are evaluated within the whole network (the others weighted zero):
+        when the network's neurons see different inputs. ``index = None`` is every neuron."""
+        return index is not None and not self.network.neurons_share_inputs
+
+    def _all_dirs(self, dirs, index):
+        """The directions the network is evaluated at: ``dirs``, or every neuron's with those in ``index``
+        replaced when it is evaluated whole."""
+        if not self._whole(index):
+            return dirs
+        all_dirs = self.dirs.copy()
+        all_dirs[index] = dirs
+        return all_dirs
+
     def full(self, dirs, logn, index):
         """Directions of all neurons and the weights ``e^{κℓ_i}`` (zero outside ``index``; ``None``: all, or
         only the neurons in ``index`` when the network's neurons share their inputs)."""
-        if index is None or self.network.neurons_share_inputs:
+        if not self._whole(index):
             return dirs, np.exp(self.kappa * logn)
-        all_dirs = self.dirs.copy()
-        all_dirs[index] = dirs
         weights = np.zeros(self.network.num_neurons)
         weights[index] = np.exp(self.kappa * logn)
-        return all_dirs, weights
+        return self._all_dirs(dirs, index), weights
 
     def outputs(self, dirs, logn, index):
         """``Σ_{i ∈ index} e^{κℓ_i} f_i(·; θ̄_i)``, shape (n, c)."""
@@ -74,11 +86,8 @@ class PolarField:
     def utility_gradient(self, dirs, logn, residual, index):
         """``∇U_i(θ̄_i; r)`` of the neurons in ``index`` at their unit directions, shape (len(index), P)."""
         self.evaluations += 1
-        if index is None or self.network.neurons_share_inputs:
-            return self.network.chart_utility_gradient(dirs, self.X, residual)[1]
-        all_dirs = self.dirs.copy()
-        all_dirs[index] = dirs
-        return self.network.chart_utility_gradient(all_dirs, self.X, residual)[1][index]
+        grad = self.network.chart_utility_gradient(self._all_dirs(dirs, index), self.X, residual)[1]
+        return grad[index] if self._whole(index) else grad
 
     def params(self, dirs, logn):
         """The parameters ``θ_i = e^{ℓ_i} θ̄_i`` in the network's own coordinates, shape (H, P)."""
@@ -128,7 +137,7 @@ class PolarField:
             self.evaluations += 1
             all_dirs, weights = self.full(dirs, logn, index)
             grad = self.network.chart_residual_gradient(all_dirs, self.X, self.y, weights)[1]
-            if all_dirs is not dirs:
+            if self._whole(index):
                 grad = grad[index]
         else:
             grad = self.utility_gradient(dirs, logn, residual, index)

@@ -24,8 +24,6 @@ from .validation import as_float_array, check_int, check_positive, real_array
 __all__ = ["TwoLayerNetwork", "FeedForwardNetwork", "as_data", "loss", "utility", "ACTIVATIONS"]
 
 
-
-
 def as_data(X, y):
     """Validate a data pair and return float64 arrays ``X`` of shape (n, d) and ``y`` of shape (n, c)."""
     expected = "a numpy array or torch tensor"
@@ -37,14 +35,6 @@ def as_data(X, y):
     if y.ndim != 2 or y.shape[0] != X.shape[0]:
         raise ValueError(f"y must have shape (n,) or (n, c) with n = {X.shape[0]} rows like X, got {tuple(y.shape)}")
     return X, y
-
-
-
-
-
-
-
-
 
 
 class TwoLayerNetwork:
@@ -227,8 +217,7 @@ class FeedForwardNetwork(TwoLayerNetwork):
         m = a @ residual.T                            # (H, n)
         s = self.sigma(z)
         grad = np.empty_like(theta)
-        # σ' = 1 for the linear activation: no (H, n) array of ones to multiply by
-        grad[:, :d] = (m if self.activation == "linear" else self.sigma_prime(z) * m) @ X / n
+        grad[:, :d] = (self.sigma_prime(z) * m) @ X / n
         grad[:, d:] = s @ residual / n
         return grad, m, s
 

@@ -166,7 +166,6 @@ class Trajectory(_TimeAxis):
         return np.interp(t, self.times, self.losses)
 
 
-
 @dataclass(frozen=True)
 class StaircaseComparison:
     """Jump-by-jump comparison of a staircase with a trajectory (see :meth:`Staircase.compare`).

@@ -152,8 +152,6 @@ def test_ci_runs_exactly_the_readme_test_command():
     )
 
 
-
-
 def readme_build_command():
     return readme_code_blocks()[0].strip()
 

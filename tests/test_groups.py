@@ -670,7 +670,6 @@ def test_three_summands_first_jump_error_shrinks_like_one_over_log():
     assert errors[1] < errors[0]
 
 
-
 def _d5_problem():
     """Chapter 09's D5 row: E1 first by the criterion, H = 3|G| = 30, α = 1e-8, seed 0."""
     G = groups.dihedral(5)
