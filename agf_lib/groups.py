@@ -67,6 +67,7 @@ import math
 from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
+from scipy.optimize import least_squares
 
 from .escape import escape_times
 from .network import TwoLayerNetwork
@@ -77,7 +78,7 @@ __all__ = [
     "FiniteGroup", "cyclic", "dihedral", "alternating4", "symmetric4", "quaternion", "product",
     "fourier", "inverse_fourier", "class_power", "class_component", "translates", "dataset",
     "CompositionNetwork", "initial_theta", "utility", "class_utilities", "max_utility",
-    "utility_maximizer", "learning_order", "Piece", "pieces", "piece_outputs", "piece_fractions",
+    "utility_maximizer", "class_neurons", "least_squares_fit", "learning_order", "Piece", "pieces", "piece_outputs", "piece_fractions",
     "learning_steps", "levels", "agf_staircase", "limit_staircase", "output_power",
 ]
 
@@ -930,6 +931,116 @@ def utility_maximizer(x, G, *, k=2, irrep_class=None):
     block = np.einsum("gij,ji->g", G.irreps[r], np.outer(a, b.conj())).real
     block = block / (np.linalg.norm(block) * math.sqrt(k + 1))
     return np.tile(block, k + 1)
+
+
+def _coefficient_readers(x, G, features):
+    """Vectors ``u`` with ``⟨u, g·x⟩ = features[g, j]`` for every ``g`` (one column of the result per feature ``j``);
+    ValueError when a feature is not a linear function of the translates (``x̂`` singular on the class)."""
+    shifts = translates(x, G)
+    readers, *_ = np.linalg.lstsq(shifts, features, rcond=None)
+    if np.abs(shifts @ readers - features).max() > 1e-9 * max(1.0, np.abs(features).max()):
+        raise ValueError("x̂[ρ] must be invertible on the irrep class for its exact construction")
+    return readers
+
+
+def class_neurons(x, G, irrep_class):
+    """Neurons (``k = 2``) whose outputs sum to the class component of the target exactly:
+    ``Σ_i f_i(a·x, b·x) = class_component((a·b)·x, G, [irrep_class])`` for every pair. Returns ``θ`` of shape
+    ``(H, 3|G|)``, ``H = d³ + d`` for a real class of dimension ``d`` and ``H = 6`` for a pair of conjugate
+    one-dimensional complex irreps. The cross term of a neuron, ``2 w ⟨u, a·x⟩⟨v, b·x⟩``, is one product, so
+    an exact fit is a decomposition of the class's bilinear map ``(ρ(a), ρ(b)) ↦ ρ(a)ρ(b)`` in which the
+    squares ``⟨u, a·x⟩²`` and ``⟨v, b·x⟩²`` cancel (chapter 09). Here:
+
+    * real ``ρ`` (orthogonal): ``Σ_j (ρ(a)_{ij} + ρ(b)_{jk})² = 2 + 2 ρ(ab)_{ik}``, as rows and columns of an
+      orthogonal matrix have unit norm: ``d³`` neurons, and ``d`` more, ``ρ(a)_{1j}²`` (``Σ_j = 1``), cancel the
+      constant;
+    * a complex pair ``χ, χ̄``: ``χ(a)χ(b)`` from three real products (Gauss's trick), each the difference of two
+      squares ``((s + t)² − (s − t)²)/4``.
+
+    ``x̂[ρ]`` must be invertible (nonzero for a pair); quaternionic classes and complex irreps of dimension
+    above one raise ValueError.
+    """
+    G = _check_group(G)
+    x = _check_template(x, G)
+    (irrep_class,) = _check_classes([irrep_class], G, "irrep_class")
+    kind, N = G.class_types[irrep_class], G.order
+    rho = G.irreps[G.irrep_classes[irrep_class][0]]
+    d = rho.shape[1]
+    if kind == "quaternionic" or (kind == "complex" and d > 1):
+        raise ValueError(f"class_neurons builds real classes and one-dimensional complex pairs; class "
+                         f"{irrep_class} of {G.name} is {kind} of dimension {d}")
+    if kind == "real":
+        features = rho.reshape(N, d * d)                          # column i*d + j is g ↦ ρ(g)_ij
+    else:
+        features = np.stack([rho[:, 0, 0].real, rho[:, 0, 0].imag], axis=1)
+    readers = _coefficient_readers(x, G, features)
+    target = class_component(translates(x, G), G, [irrep_class])   # row c: the class part of c·x
+    writers, *_ = np.linalg.lstsq(features, target, rcond=None)     # Σ_j features[c, j] writers[j] = target[c]
+    zero = np.zeros(N)
+    rows = []
+    if kind == "real":
+        read = readers.T.reshape(d, d, N)
+        write = writers.reshape(d, d, N)
+        for i, j, k in itertools.product(range(d), repeat=3):
+            rows.append(np.concatenate([read[i, j], read[j, k], write[i, k] / 2]))
+        for j in range(d):
+            rows.append(np.concatenate([read[0, j], zero, -write.sum(axis=(0, 1))]))
+    else:
+        re, im = readers.T
+        products = [(re + im, re, writers[0] + writers[1]),      # Re χ(b) (Re χ(a) + Im χ(a))
+                    (re, im - re, writers[1]),                   # Re χ(a) (Im χ(b) − Re χ(b))
+                    (im, re + im, -writers[0])]                  # Im χ(a) (Re χ(b) + Im χ(b))
+        for s, t, w in products:
+            for sign in (1, -1):
+                rows.append(np.concatenate([s, sign * t, sign * w / 4]))
+    return np.array(rows)
+
+
+def least_squares_fit(x, G, H, *, seed=0, max_nfev=None):
+    """Fit ``H`` neurons (``k = 2``) to the whole composition task of ``x`` by Levenberg–Marquardt
+    (``scipy.optimize.least_squares``, closed-form Jacobian) from a standard normal start drawn with ``seed``.
+
+    The fit runs in the span of the translates of ``x`` (``n`` dimensions): the other components of ``u`` and
+    ``v`` change no output, and those of ``w`` only add to the loss. Returns ``(relative_loss, theta)``:
+    ``‖f − y‖²/‖y‖²`` over all pairs, and ``θ`` of shape ``(H, 3|G|)``. A local method: a loss above zero says
+    this start found no exact fit, not that none exists.
+    """
+    G = _check_group(G)
+    x = _check_template(x, G)
+    H = check_int(H, "H", 1)
+    seed = check_int(seed, "seed", 0)
+    if max_nfev is not None:
+        max_nfev = check_int(max_nfev, "max_nfev", 1)
+    shifts = translates(x, G)
+    basis, singular, _ = np.linalg.svd(shifts.T)
+    basis = basis[:, singular > 1e-10 * singular[0]]                 # (|G|, n): the span of the translates
+    z, n = shifts @ basis, basis.shape[1]                              # z[g] = coordinates of g·x
+    first, second = np.divmod(np.arange(G.order**2), G.order)          # pair a·|G| + b, as in dataset
+    za, zb, y = z[first], z[second], z[G.table[first, second]]
+    eye = np.eye(n)
+
+    def split(flat):
+        theta = flat.reshape(H, 3, n)
+        return theta[:, 0], theta[:, 1], theta[:, 2]
+
+    def residual(flat):
+        u, v, w = split(flat)
+        return ((za @ u.T + zb @ v.T) ** 2 @ w - y).ravel()
+
+    def jacobian(flat):
+        u, v, w = split(flat)
+        pre = za @ u.T + zb @ v.T                                          # (pairs, H)
+        J = np.empty((len(y), n, H, 3, n))
+        J[:, :, :, 0] = 2 * np.einsum("ph,ho,pi->pohi", pre, w, za)
+        J[:, :, :, 1] = 2 * np.einsum("ph,ho,pi->pohi", pre, w, zb)
+        J[:, :, :, 2] = np.einsum("ph,oi->pohi", pre**2, eye)
+        return J.reshape(y.size, -1)
+
+    start = np.random.default_rng(seed).normal(size=H * 3 * n)
+    fit = least_squares(residual, start, jac=jacobian, method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15,
+                        max_nfev=max_nfev)
+    u, v, w = split(fit.x)
+    return float(2 * fit.cost / (y**2).sum()), np.concatenate([u, v, w], axis=1) @ np.kron(np.eye(3), basis.T)
 
 
 def _staircase(x, G, k, initial_norm, eta, adaptive_rate, whole_classes):

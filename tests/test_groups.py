@@ -619,6 +619,82 @@ def test_no_single_neuron_fits_more_of_a_class_than_the_utility_maximizer(name, 
     assert abs(best - left) < 1e-8
 
 
+_CONSTRUCTION_GROUPS = [groups.dihedral(3), groups.dihedral(5), groups.cyclic(7), groups.alternating4(),
+                        groups.symmetric4(), groups.quaternion(), groups.product(groups.cyclic(3), groups.dihedral(3))]
+
+
+@pytest.mark.parametrize("G", _CONSTRUCTION_GROUPS, ids=lambda G: G.name)
+def test_class_neurons_fit_each_class_exactly_with_d_cubed_plus_d_or_six_neurons(G):
+    """d³ + d neurons for a real class of dimension d, 6 for a pair of one-dimensional complex irreps, for a
+    random template (x̂ invertible on every class); their outputs sum to the class component of the target."""
+    x = np.random.default_rng(G.order).normal(size=G.order)
+    x -= x.mean()
+    X, Y = groups.dataset(x, G)
+    built = 0
+    for c in range(1, G.num_classes):
+        d, kind = G.class_dims[c], G.class_types[c]
+        if kind == "quaternionic" or (kind == "complex" and d > 1):
+            with pytest.raises(ValueError, match="builds real classes"):
+                groups.class_neurons(x, G, c)
+            continue
+        theta = groups.class_neurons(x, G, c)
+        assert theta.shape == (d**3 + d if kind == "real" else 6, 3 * G.order)
+        f = groups.CompositionNetwork(G, len(theta))(theta, X)
+        assert np.abs(f - groups.class_component(Y, G, [c])).max() < 1e-12 * np.abs(Y).max()
+        built += 1
+    assert built == sum(1 for c in range(1, G.num_classes) if G.class_types[c] == "real"
+                        or (G.class_types[c] == "complex" and G.class_dims[c] == 1))
+
+
+def test_class_neurons_reject_a_class_the_template_does_not_hold_and_bad_arguments():
+    G = groups.dihedral(3)
+    x = _one_class_template(G, 2)                       # nothing in the sign irrep (class 1)
+    with pytest.raises(ValueError, match="invertible"):
+        groups.class_neurons(x, G, 1)
+    with pytest.raises(ValueError, match="irrep_class"):
+        groups.class_neurons(x, G, 3)
+    with pytest.raises(TypeError, match="irrep_class"):
+        groups.class_neurons(x, G, 1.0)
+    with pytest.raises(ValueError, match="H"):
+        groups.least_squares_fit(x, G, 0)
+    with pytest.raises(TypeError, match="seed"):
+        groups.least_squares_fit(x, G, 9, seed=0.5)
+
+
+def _largest_neuron(theta):
+    """max_i ‖w_i‖ ‖(u_i, v_i)‖²: the size of the largest neuron's contribution."""
+    N = theta.shape[1] // 3
+    return float((np.linalg.norm(theta[:, 2 * N:], axis=1) * np.linalg.norm(theta[:, : 2 * N], axis=1) ** 2).max())
+
+
+def test_five_neurons_approach_a_complex_pair_only_with_diverging_weights():
+    """Six neurons fit a complex pair exactly; five (fewer cannot fit it, proved in chapter 09) come as close as
+    one likes, but only as their weights diverge: loss × (largest neuron)² stays at 0.146 from three starts."""
+    G = groups.cyclic(7)
+    x = _one_class_template(G, 1)
+    assert groups.least_squares_fit(x, G, 6)[0] < 1e-28
+    for seed in range(3):
+        early, late = (groups.least_squares_fit(x, G, 5, seed=seed, max_nfev=n) for n in (1000, 3000))
+        assert early[0] < 1e-6 and late[0] < early[0] / 4
+        for loss, theta in (early, late):
+            assert 0.14 < loss * _largest_neuron(theta) ** 2 < 0.15
+
+
+def test_eight_neurons_approach_e_of_d3_only_with_diverging_weights_and_seven_stall():
+    """Nine neurons fit D3's 2-d irrep E exactly from a random start. Eight come within 1e-7 (seed 5) only with
+    neurons of size above 10³ that grow as the loss falls; seven stall at 1/8 of the loss or above."""
+    G = groups.dihedral(3)
+    x = _one_class_template(G, 2)
+    assert groups.least_squares_fit(x, G, 9)[0] < 1e-28
+    early, late = (groups.least_squares_fit(x, G, 8, seed=5, max_nfev=n) for n in (1000, 2000))
+    assert late[0] < early[0] / 2 < 1e-7
+    assert 1e3 < _largest_neuron(early[1]) < _largest_neuron(late[1])
+    products = [loss * _largest_neuron(theta) ** 2 for loss, theta in (early, late)]
+    assert 1.5 < min(products) and max(products) < 3
+    for seed in range(4):
+        assert groups.least_squares_fit(x, G, 7, seed=seed, max_nfev=1000)[0] > 0.124
+
+
 def _d3_standard_run(H, k, alpha, t_end_factor, jump=1, seed=0, num_samples=2000):
     problem = problems.get("groups-d3")
     x, G = problem.limit.states[-1], groups.dihedral(3)
