@@ -55,6 +55,11 @@ keeps its form with the learned classes removed from ``r`` (the updated utility 
 Chapter 09 tests when this holds, and :func:`levels` refines it (an irrep whose ``x̂[ρ]`` has unequal
 singular values is learned piece by piece, :func:`pieces`).
 
+**Exact fits** (``k = 2``). The cross term of a neuron is one product, so neurons that fit an irrep class exactly
+form a bilinear algorithm for ``(ρ(a), ρ(b)) ↦ ρ(a)ρ(b)`` whose squares cancel: their number is at least its
+tensor rank. :func:`class_neurons` builds ``d³ + d`` of them for a real class and six for a complex pair;
+:func:`least_squares_fit` searches for fewer.
+
 **The setting's contract** (as in every setting module): the network :class:`CompositionNetwork`,
 :func:`initial_theta`, the data :func:`dataset`, the closed-form staircase at finite α in GF time
 :func:`agf_staircase`, and its α → 0 limit in rescaled time :func:`limit_staircase`.
@@ -78,8 +83,9 @@ __all__ = [
     "FiniteGroup", "cyclic", "dihedral", "alternating4", "symmetric4", "quaternion", "product",
     "fourier", "inverse_fourier", "class_power", "class_component", "translates", "dataset",
     "CompositionNetwork", "initial_theta", "utility", "class_utilities", "max_utility",
-    "utility_maximizer", "class_neurons", "least_squares_fit", "learning_order", "Piece", "pieces", "piece_outputs", "piece_fractions",
-    "learning_steps", "levels", "agf_staircase", "limit_staircase", "output_power",
+    "utility_maximizer", "class_neurons", "least_squares_fit", "learning_order", "Piece", "pieces",
+    "piece_outputs", "piece_fractions", "learning_steps", "levels", "agf_staircase", "limit_staircase",
+    "output_power",
 ]
 
 _TOL = 1e-9              # tolerance for user-supplied tables and irreps (the library's own hold to ~1e-15)
