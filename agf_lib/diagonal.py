@@ -214,8 +214,7 @@ def exact_flow(X, y, t_end, *, alpha, method="DOP853", rtol=1e-10, atol=1e-12, n
     X, y, Sigma_xx, Sigma_xy = _moments(X, y)
     rhs, jacobian = _psi_field(Sigma_xx, Sigma_xy, math.log(alpha))
     times, psi = integrate(rhs, np.zeros(X.shape[1]), t_end, method=method, rtol=rtol, atol=atol,
-                           num_samples=num_samples, times=times,
-                           jac=jacobian if method in ("LSODA", "BDF", "Radau") else None)
+                           num_samples=num_samples, times=times, jac=jacobian)
     psi = psi.T
     residual = y[None, :] - beta_of_psi(psi, alpha) @ X.T
     losses = 0.5 * np.mean(residual**2, axis=1)

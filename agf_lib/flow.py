@@ -115,9 +115,9 @@ def integrate(rhs, y0, t_end, *, method, rtol, atol, num_samples, times=None, ja
     With the sample ``times`` given, the solver's interpolant is built only on the steps that hold one
     (``t_eval``): DOP853 spends three extra evaluations of ``rhs`` on each interpolant, about a fifth of its
     work when samples are sparser than steps. The steps, and the values at ``times``, are those of a run
-    with an interpolant on every step. ``jac`` goes to the implicit methods.
+    with an interpolant on every step. ``jac``, the Jacobian of ``rhs``, goes to the implicit methods only.
     """
-    options = {} if jac is None else {"jac": jac}
+    options = {"jac": jac} if jac is not None and method in ("LSODA", "BDF", "Radau") else {}
     if times is None:
         options["dense_output"] = True
     else:

@@ -256,7 +256,6 @@ class Staircase(_TimeAxis):
         k = np.searchsorted(self.times, np.asarray(t, dtype=float), side="right") - 1
         return self.losses[np.clip(k, 0, None)]
 
-
     def dormant_norms(self):
         """``μ^(l)``, the largest norm of a neuron still dormant on level ``l``, for each level of an engine's
         staircase (``states`` holding the parameters, ``active`` the active sets): the norms the paper's
