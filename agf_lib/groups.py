@@ -912,13 +912,19 @@ def levels(x, G, *, k=2, whole_classes=False):
     return 0.5 * float(x @ x) - np.concatenate([[0.0], np.cumsum(drops)])
 
 
-def utility_maximizer(x, G, *, k=2, irrep_class=None):
+def utility_maximizer(x, G, *, k=2, irrep_class=None, singular_vector=None):
     """A unit-norm neuron ``θ`` (shape ``((k+1)|G|,)``) whose utility is :func:`class_utilities` of ``irrep_class``
     (default: the first class of :func:`learning_order`).
 
-    With ``(a, b)`` the top singular pair of ``x̂[ρ]`` (``x̂[ρ] b = ‖x̂[ρ]‖_op a``) for the class's first irrep,
+    With ``(a, b)`` a top singular pair of ``x̂[ρ]`` (``x̂[ρ] b = ‖x̂[ρ]‖_op a``) for the class's first irrep,
     every block ``u^(1), …, u^(k), w`` is the real function ``g ↦ Re tr(ρ(g) a b^†)`` scaled to norm
     ``1/√(k+1)``: rank-one coefficients ``∝ a b^†`` (a quaternionic-rank-one pair for a quaternionic irrep).
+
+    When the top singular value is repeated (within a relative 1e-9; always so for a quaternionic irrep, and
+    for every orthogonal ``x̂[ρ]``), every unit ``a`` in its left singular space gives a maximizer, and these
+    need not fit the same share of the class (chapter 09). ``singular_vector`` chooses ``a`` (a vector of
+    that space, normalized here). By default ``a`` is the projection onto that space of the first coordinate
+    vector with the largest projection: a choice made by the space itself, not by how rounding steers the SVD.
     """
     G, k = _check_group(G), _check_k(k)
     x = _check_template(x, G)
@@ -930,10 +936,25 @@ def utility_maximizer(x, G, *, k=2, irrep_class=None):
     (irrep_class,) = _check_classes([irrep_class], G, "irrep_class")
     r = G.irrep_classes[irrep_class][0]
     x_hat = fourier(x, G)[r]
-    U, S, Vh = np.linalg.svd(x_hat)
+    U, S, _ = np.linalg.svd(x_hat)
     if S[0] == 0:
         raise ValueError(f"x has no component in irrep class {irrep_class} ({G.class_names()[irrep_class]})")
-    a, b = U[:, 0], Vh[0].conj()
+    top = U[:, S >= S[0] * (1 - 1e-9)]
+    projector = top @ top.conj().T
+    if singular_vector is None:
+        weights = projector.diagonal().real            # ‖P e_j‖², as P is an orthogonal projector
+        j = int(np.flatnonzero(weights >= weights.max() * (1 - 1e-9))[0])
+        a = projector[:, j] / math.sqrt(weights[j])
+    else:
+        a = np.asarray(singular_vector)
+        if a.shape != (x_hat.shape[0],) or not np.all(np.isfinite(a)) or not np.any(a):
+            raise ValueError(f"singular_vector must be a nonzero finite vector of length {x_hat.shape[0]}, "
+                             f"got shape {a.shape}")
+        a = a / np.linalg.norm(a)
+        if np.linalg.norm(projector @ a - a) > 1e-8:
+            raise ValueError(f"singular_vector must lie in the top left singular space of x̂[ρ] (dimension "
+                             f"{top.shape[1]}) of irrep class {irrep_class}")
+    b = x_hat.conj().T @ a / S[0]
     block = np.einsum("gij,ji->g", G.irreps[r], np.outer(a, b.conj())).real
     block = block / (np.linalg.norm(block) * math.sqrt(k + 1))
     return np.tile(block, k + 1)

@@ -612,6 +612,45 @@ def test_no_single_neuron_fits_more_of_a_class_than_the_utility_maximizer(name, 
     assert abs(best - left) < 1e-8
 
 
+
+@pytest.mark.parametrize("name, c", [("A4", 2), ("S4", 3), ("D3", 2), ("Q8", 4)])
+def test_utility_maximizer_with_a_repeated_singular_value_does_not_depend_on_rounding(name, c):
+    """With x̂[ρ] orthogonal (or quaternionic) every unit vector is a top singular vector; the default maximizer is chosen by
+    that space (e₁'s projection), so perturbing x by 1e-13 moves it by no more than that (an SVD's own pick
+    among equal singular values can jump). Every vector of the space, given as singular_vector, is a
+    maximizer: its utility is the class's, although for a 3-dim irrep its share of the class differs."""
+    G = GROUPS[name]()
+    quaternionic = G.class_types[c] == "quaternionic"      # its singular values come in equal pairs
+    x = groups.class_component(random_template(G, 5), G, [c]) if quaternionic else _one_class_template(G, c)
+    theta = groups.utility_maximizer(x, G, irrep_class=c)
+    noise = groups.class_component(np.random.default_rng(1).normal(size=G.order), G, [c])
+    for scale in (1e-13, -1e-13):
+        assert np.abs(groups.utility_maximizer(x + scale * noise, G, irrep_class=c) - theta).max() < 1e-10
+    best = groups.class_utilities(x, G)[c]
+    X, Y = groups.dataset(x, G)
+    shares = []
+    for a in np.random.default_rng(2).normal(size=(4, G.dims[G.irrep_classes[c][0]])):
+        other = groups.utility_maximizer(x, G, irrep_class=c, singular_vector=a)
+        assert abs(groups.utility(other, x, G) / best - 1) < 1e-12
+        f = groups.CompositionNetwork(G, 1)(other[None], X)
+        shares.append((f * Y).sum() ** 2 / ((f * f).sum() * (Y * Y).sum()))
+    if G.dims[G.irrep_classes[c][0]] == 3:        # chapter 09: between 1/81 and 5/324
+        assert np.ptp(shares) > 1e-4 and 1 / 81 - 1e-12 < min(shares) and max(shares) < 5 / 324 + 1e-12
+    else:
+        assert np.ptp(shares) < 1e-12
+
+
+def test_utility_maximizer_rejects_a_singular_vector_outside_the_top_space():
+    G = groups.dihedral(3)
+    blocks = [np.zeros((1, 1)), np.zeros((1, 1)), np.diag([1.0, 0.5])]
+    x = groups.inverse_fourier(blocks, G)
+    with pytest.raises(ValueError, match="singular_vector must lie in the top left singular space"):
+        groups.utility_maximizer(x, G, irrep_class=2, singular_vector=[0.0, 1.0])
+    with pytest.raises(ValueError, match="singular_vector must be a nonzero finite vector of length 2"):
+        groups.utility_maximizer(x, G, irrep_class=2, singular_vector=[1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="singular_vector must be a nonzero finite vector"):
+        groups.utility_maximizer(x, G, irrep_class=2, singular_vector=[0.0, 0.0])
+
 _CONSTRUCTION_GROUPS = [groups.dihedral(3), groups.dihedral(5), groups.cyclic(7), groups.alternating4(),
                         groups.symmetric4(), groups.quaternion(), groups.product(groups.cyclic(3), groups.dihedral(3))]
 
