@@ -1023,6 +1023,28 @@ def class_neurons(x, G, irrep_class):
     return np.array(rows)
 
 
+def _canonical_basis(vectors, rtol=1e-10):
+    """An orthonormal basis of the span of the columns of ``vectors`` that depends on the span alone: Gram–Schmidt
+    of its projections of the coordinate vectors, in order, skipping those already spanned.
+
+    An SVD's singular vectors would do only where the singular values differ: for a template with ``x̂``
+    orthogonal on a class they are equal, and which basis the SVD returns then moves with rounding (so would a
+    random start given in it)."""
+    U, S, _ = np.linalg.svd(vectors, full_matrices=False)
+    U = U[:, S > rtol * S[0]]
+    projections, basis = U @ U.T, []
+    for column in projections.T:
+        for _ in range(2):                                             # twice is enough (Kahan)
+            for b in basis:
+                column = column - (b @ column) * b
+        norm = np.linalg.norm(column)
+        if norm > 1e-6:
+            basis.append(column / norm)
+        if len(basis) == U.shape[1]:
+            break
+    return np.array(basis).T
+
+
 def least_squares_fit(x, G, H, *, seed=0, max_nfev=None):
     """Fit ``H`` neurons (``k = 2``) to the whole composition task of ``x`` by Levenberg–Marquardt
     (``scipy.optimize.least_squares``, closed-form Jacobian) from a standard normal start drawn with ``seed``.
@@ -1039,8 +1061,7 @@ def least_squares_fit(x, G, H, *, seed=0, max_nfev=None):
     if max_nfev is not None:
         max_nfev = check_int(max_nfev, "max_nfev", 1)
     shifts = translates(x, G)
-    basis, singular, _ = np.linalg.svd(shifts.T)
-    basis = basis[:, singular > 1e-10 * singular[0]]                 # (|G|, n): the span of the translates
+    basis = _canonical_basis(shifts.T)                                 # (|G|, n): the span of the translates
     z, n = shifts @ basis, basis.shape[1]                              # z[g] = coordinates of g·x
     first, second = np.divmod(np.arange(G.order**2), G.order)          # pair a·|G| + b, as in dataset
     za, zb, y = z[first], z[second], z[G.table[first, second]]
