@@ -53,6 +53,7 @@ class PolarField:
         self.eta, self.adaptive_rate = eta, adaptive_rate
         self.kappa = float(network.kappa)
         self.scalar_rate = bool(adaptive_rate) or self.kappa == 2
+        self.gradient = network.gradient_function(X, y)
         self.evaluations = 0
 
     def _whole(self, index):
@@ -135,10 +136,11 @@ class PolarField:
             # gradient flow of these neurons: residual and gradient in one evaluation (of the whole network,
             # the others weighted zero, when its neurons see different inputs)
             self.evaluations += 1
-            all_dirs, weights = self.full(dirs, logn, index)
-            grad = self.network.chart_residual_gradient(all_dirs, self.X, self.y, weights)[1]
-            if self._whole(index):
-                grad = grad[index]
+            if not self._whole(index):
+                grad = self.gradient(dirs, np.exp(self.kappa * logn))
+            else:
+                all_dirs, weights = self.full(dirs, logn, index)
+                grad = self.gradient(all_dirs, weights)[index]
         else:
             grad = self.utility_gradient(dirs, logn, residual, index)
         return self._into(np.empty(state.size), grad, dirs, logn, H)
@@ -148,27 +150,18 @@ class PolarField:
         return 0.5 * float(np.einsum("nc,nc->", residual, residual)) / self.X.shape[0]
 
     def losses(self, states):
-        """The loss at each column of ``states`` (polar states of all neurons, shape (S, T)).
-
-        Where one sample's outputs are few (``H·n·c`` up to 1024) and the network's neurons share their
-        inputs, many samples are evaluated at once, as one network of ``T·H`` neurons, in chunks: per-call
-        overhead dominates there (3000 samples: 1-6 ms against 20-60 ms one by one). Above that the
-        batched arrays cost more than they save (measured crossover near 1700), and samples go one by one."""
+        """The loss at each column of ``states`` (polar states of all neurons, shape (S, T)), by
+        :meth:`~agf_lib.network.TwoLayerNetwork.batched_weighted_output` on chunks of samples: one evaluation per
+        chunk instead of one per sample (3 000 samples of the diagonal problem: 2 ms instead of 30)."""
         network, X, y = self.network, self.X, self.y
         H, (n, c), T = network.num_neurons, y.shape, states.shape[1]
         dirs = states[:-H].T.reshape(T, H, -1)
         dirs = dirs / np.sqrt(np.einsum("thp,thp->th", dirs, dirs))[..., None]
         weights = np.exp(self.kappa * states[-H:].T)
         losses = np.empty(T)
-        if network.neurons_share_inputs and H * n * c <= 1024:
-            chunk = max(1, 2_000_000 // (H * n * c))
-            for start in range(0, T, chunk):
-                rows = slice(start, start + chunk)
-                outputs = network.chart_outputs(dirs[rows].reshape(-1, dirs.shape[2]), X).reshape(-1, H, n, c)
-                residual = y - np.einsum("thnc,th->tnc", outputs, weights[rows])
-                losses[rows] = 0.5 * np.einsum("tnc,tnc->t", residual, residual) / n
-            return losses
-        for k in range(T):
-            residual = y - network.weighted_output(dirs[k], X, weights[k])
-            losses[k] = 0.5 * np.einsum("nc,nc->", residual, residual) / n
+        chunk = max(1, 2_000_000 // (H * n * c))
+        for start in range(0, T, chunk):
+            rows = slice(start, start + chunk)
+            residual = y - network.batched_weighted_output(dirs[rows], X, weights[rows])
+            losses[rows] = 0.5 * np.einsum("tnc,tnc->t", residual, residual) / n
         return losses

@@ -40,7 +40,7 @@ _CHART_SIGNS = np.array([1.0, -1.0])           # ∇_φ of β = ½(p² − q²) 
 
 def _beta(phi):
     """``β = ½(p − q)(p + q)`` in the chart, factored so that ``β`` keeps its relative accuracy when ``p ≈ q``."""
-    p, q = phi[:, 0], phi[:, 1]
+    p, q = phi[..., 0], phi[..., 1]
     return 0.5 * (p - q) * (p + q)
 
 
@@ -90,6 +90,18 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
         residual = y - (X @ (weights * _beta(phi)))[:, None]
         minus_grad = (residual[:, 0] @ X) * (1.0 / X.shape[0])
         return residual, phi * (minus_grad[:, None] * _CHART_SIGNS)
+
+    def gradient_function(self, X, y):
+        # −∇_β L = E[x y] − E[x xᵀ](weights·β): the moments suffice
+        xx, xy = X.T @ X / X.shape[0], X.T @ y[:, 0] / X.shape[0]
+
+        def gradient(phi, weights):
+            minus_grad = xy - xx @ (weights * _beta(phi))
+            return phi * (minus_grad[:, None] * _CHART_SIGNS)
+        return gradient
+
+    def batched_weighted_output(self, phi, X, weights):
+        return ((weights * _beta(phi)) @ X.T)[..., None]
 
     def initial_theta(self, *, alpha, seed=0):
         """See :func:`initial_theta` (``seed`` is accepted for the contract and unused: no randomness)."""

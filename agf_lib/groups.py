@@ -627,6 +627,11 @@ class CompositionNetwork(TwoLayerNetwork):
     def weighted_output(self, phi, X, weights):
         return ((self._preactivations(phi, X) ** self.k) * weights[:, None]).T @ phi[:, self.input_dim :]
 
+    def batched_weighted_output(self, phi, X, weights):
+        T, H, _ = phi.shape                                           # one product for the stack
+        z = (phi[..., : self.input_dim].reshape(T * H, -1) @ X.T).reshape(T, H, -1)
+        return np.matmul((z**self.k * weights[..., None]).swapaxes(1, 2), phi[..., self.input_dim :])
+
     def utility_gradient(self, theta, X, residual):
         z = self._preactivations(theta, X)                           # (H, n)
         z_km1 = z ** (self.k - 1)

@@ -99,6 +99,11 @@ class QuadraticModularNetwork(TwoLayerNetwork):
         z = phi[:, : 2 * self.p] @ X.T
         return (z * z * weights[:, None]).T @ phi[:, 2 * self.p :]
 
+    def batched_weighted_output(self, phi, X, weights):
+        T, H, _ = phi.shape                                     # one product for the stack: (T·H, 2p) by (2p, n)
+        z = (phi[..., : 2 * self.p].reshape(T * H, -1) @ X.T).reshape(T, H, -1)
+        return np.matmul((z * z * weights[..., None]).swapaxes(1, 2), phi[..., 2 * self.p :])
+
     def utility_gradient(self, theta, X, residual):
         z = theta[:, : 2 * self.p] @ X.T                       # (H, n)
         grad, s, zz = self._gradient(theta, X, residual, z)

@@ -133,6 +133,29 @@ class TwoLayerNetwork:
         residual = y - self.weighted_output(phi, X, weights)
         return residual, self.chart_utility_gradient(phi, X, residual)[1]
 
+    def gradient_function(self, X, y):
+        """The map ``(phi, weights) ↦ ∇U`` of :meth:`chart_residual_gradient` (the utility gradients at the residual,
+        without the residual) for fixed data, prepared once: what the engines call at every step. By default it
+        calls :meth:`chart_residual_gradient`; a network whose gradient needs only moments of the data overrides
+        it (linear and diagonal networks: ``E[xxᵀ]`` and ``E[yxᵀ]``, so that a call costs ``O(d²)`` whatever ``n``)."""
+        def gradient(phi, weights):
+            return self.chart_residual_gradient(phi, X, y, weights)[1]
+        return gradient
+
+    def batched_weighted_output(self, phi, X, weights):
+        """:meth:`weighted_output` of every snapshot of a stack: ``phi`` of shape ``(T, H, P)`` and ``weights`` of
+        shape ``(T, H)`` give ``(T, n, c)``; the engines sample a trajectory's loss this way. By default, when the
+        neurons share their inputs and a snapshot's outputs are few, the stack is evaluated as one network of
+        ``T·H`` neurons, and otherwise one snapshot at a time; the library's networks override it with one
+        evaluation that never forms the ``(T, H, n, c)`` array of every neuron's output. Callers keep ``T·H·n·c``
+        moderate (chunks)."""
+        T, H, P = phi.shape
+        if not self.neurons_share_inputs or H * X.shape[0] * self.output_dim > 1024:
+            # above about 1 700 outputs per snapshot the (T, H, n, c) array costs more than it saves (measured)
+            return np.stack([self.weighted_output(phi_t, X, weights_t) for phi_t, weights_t in zip(phi, weights)])
+        outputs = self.chart_outputs(phi.reshape(T * H, P), X)
+        return np.einsum("thnc,th->tnc", outputs.reshape(T, H, *outputs.shape[1:]), weights)
+
     def check_theta(self, theta, *, name="theta"):
         """Validate parameters and return them as a float64 array of shape ``(H, P)``."""
         if not (isinstance(theta, np.ndarray) or type(theta).__module__.startswith("torch")):
@@ -225,6 +248,11 @@ class FeedForwardNetwork(TwoLayerNetwork):
         z = phi[:, : self.input_dim] @ X.T            # shared by the output and the gradient
         residual = y - (self.sigma(z) * weights[:, None]).T @ phi[:, self.input_dim :]
         return residual, self._gradient(phi, X, residual, z)[0]
+
+    def batched_weighted_output(self, phi, X, weights):
+        T, H, _ = phi.shape                           # one product for the stack: (T·H, d) by (d, n)
+        z = (phi[..., : self.input_dim].reshape(T * H, -1) @ X.T).reshape(T, H, -1)
+        return np.matmul((self.sigma(z) * weights[..., None]).swapaxes(1, 2), phi[..., self.input_dim :])
 
     def initial_theta(self, *, alpha, seed=0):
         """The paper's initialization ``a_i ~ N(0, α²/(2c) I)``, ``w_i ~ N(0, α²/(2d) I)``, seeded."""

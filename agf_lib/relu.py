@@ -99,6 +99,11 @@ class ReLUNetwork(TwoLayerNetwork):
         s = self._activation(w, _lift(X, self.bias))[0]
         return (s * weights[:, None]).T @ a
 
+    def batched_weighted_output(self, phi, X, weights):
+        T, H, P = phi.shape
+        s = self._activation(phi[..., : self.weight_dim].reshape(T * H, -1), _lift(X, self.bias))[0]
+        return np.matmul((s.reshape(T, H, -1) * weights[..., None]).swapaxes(1, 2), phi[..., self.weight_dim :])
+
     def utility_gradient(self, theta, X, residual):
         Xt = _lift(X, self.bias)
         activation = self._activation(theta[:, : self.weight_dim], Xt)

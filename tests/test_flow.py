@@ -206,6 +206,8 @@ class AutogradFeedForward(FeedForwardNetwork):
     neuron_outputs = agf_lib.TwoLayerNetwork.neuron_outputs
     utility_gradient = agf_lib.TwoLayerNetwork.utility_gradient
     weighted_output = agf_lib.TwoLayerNetwork.weighted_output
+    chart_residual_gradient = agf_lib.TwoLayerNetwork.chart_residual_gradient
+    batched_weighted_output = agf_lib.TwoLayerNetwork.batched_weighted_output
 
     def torch_outputs(self, theta, X):
         w, a = theta[:, : self.input_dim], theta[:, self.input_dim :]
@@ -269,8 +271,9 @@ def test_the_autograd_fallback_runs_torch_on_one_thread_and_restores_the_callers
 
 @pytest.mark.parametrize("name", problems.names())
 def test_every_networks_fused_and_summed_evaluations_agree_with_its_neuron_outputs(name):
-    """weighted_output and chart_residual_gradient, which the engines call, against the plain definitions:
-    the weighted sum of chart_outputs, and weighted_output followed by chart_utility_gradient."""
+    """weighted_output, batched_weighted_output, chart_residual_gradient and gradient_function, which the engines
+    call, against the plain definitions: the weighted sum of chart_outputs (of each snapshot of a stack), and
+    weighted_output followed by chart_utility_gradient (from the data's moments for linear and diagonal networks)."""
     problem = problems.get(name)
     network, (X, y) = problem.network, problem.data
     rng = np.random.default_rng(3)
@@ -281,10 +284,16 @@ def test_every_networks_fused_and_summed_evaluations_agree_with_its_neuron_outpu
     residual, grad = network.chart_residual_gradient(phi, X, y, weights)
     np.testing.assert_allclose(residual, y - summed, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(grad, network.chart_utility_gradient(phi, X, y - summed)[1], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(network.gradient_function(X, y)(phi, weights), grad, rtol=1e-12, atol=1e-13)
+    stack, stack_weights = rng.normal(size=(3,) + phi.shape), rng.uniform(0.5, 2.0, (3, network.num_neurons))
+    one_by_one = [np.einsum("h,hnc->nc", w, network.chart_outputs(p, X)) for p, w in zip(stack, stack_weights)]
+    np.testing.assert_allclose(network.batched_weighted_output(stack, X, stack_weights), one_by_one, rtol=1e-12,
+                               atol=1e-13)
 
 
-def test_sampled_losses_are_the_same_batched_and_one_sample_at_a_time():
-    problem = problems.get("attention")                        # H·n·c = 85: sampled in batches
+@pytest.mark.parametrize("name", problems.names())
+def test_sampled_losses_are_the_same_batched_and_one_sample_at_a_time(name):
+    problem = problems.get(name)
     network, (X, y) = problem.network, problem.data
     dirs, logn = to_polar(network.to_chart(problem.initial_theta(0.3)))
     field = PolarField(network, X, y, dirs)
