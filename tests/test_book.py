@@ -29,6 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -37,7 +38,7 @@ import pytest
 import yaml
 
 from book_browser import measure_page
-from book_report import EXECUTION_PROPERTY
+from book_report import BUILD_PROPERTY, EXECUTION_PROPERTY
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -55,6 +56,7 @@ STYLESHEET_HREF = re.compile(r"<link\b[^>]*\brel=[\"']stylesheet[\"'][^>]*\bhref
 INLINE_SCRIPT = re.compile(r"<script\b(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.IGNORECASE | re.DOTALL)
 # A math element whose content still starts with a TeX delimiter was never typeset.
 UNTYPESET_MATH = re.compile(r"<(?:span|div) class=\"math[^\"]*\"[^>]*>\s*(?:\\\(|\\\[|\$)")
+READ_PROCESSES = re.compile(r"parallel_read: reading in (?P<n>\d+) processes")
 EXECUTED = re.compile(r"^(?P<path>\S+\.ipynb): Executed notebook in (?P<seconds>[0-9.]+) seconds", re.MULTILINE)
 EXECUTION_FAILED = re.compile(r"^(?P<path>\S+\.ipynb): WARNING: Executing notebook failed", re.MULTILINE)
 # What MyST or Sphinx syntax looks like when it was not parsed: it must never reach a reader.
@@ -324,6 +326,9 @@ def test_student_edition_tool_hides_solutions_and_nothing_else():
 # The built book
 
 
+BUILD_SECONDS = []    # the book build's wall time, for the report
+
+
 @pytest.fixture(scope="session")
 def book_build(tmp_path_factory):
     """Build the book from the work tree into a temporary directory; return (returncode, log, html_dir).
@@ -334,9 +339,11 @@ def book_build(tmp_path_factory):
     if jupyter_book is None:
         pytest.fail("jupyter-book is not installed (pip install -r requirements.txt)")
     output = tmp_path_factory.mktemp("book")
+    start = time.perf_counter()
     returncode, log = run_build(
         [jupyter_book, "build", str(ROOT), "--path-output", str(output), "-W", "-n", "--keep-going", "--all"]
     )
+    BUILD_SECONDS.append(time.perf_counter() - start)
     return returncode, log, output / "_build" / "html"
 
 
@@ -353,8 +360,10 @@ def test_chapter_executes(book_build, notebook, record_property):
 
 
 @pytest.mark.book
-def test_book_builds_without_warnings(book_build):
+def test_book_builds_without_warnings(book_build, record_property):
     returncode, log, _ = book_build
+    processes = READ_PROCESSES.search(log)
+    record_property(BUILD_PROPERTY, (BUILD_SECONDS[-1], int(processes["n"]) if processes else 1))
     warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
     # ipykernel's notice at every kernel start is not a Sphinx warning and says nothing about the book; nor
     # is tornado's report of a kernel message that arrived as its client closed, seen once in a CI run
