@@ -136,11 +136,13 @@ class PolarField:
             # gradient flow of these neurons: residual and gradient in one evaluation (of the whole network,
             # the others weighted zero, when its neurons see different inputs)
             self.evaluations += 1
-            if not self._whole(index):
-                grad = self.gradient(dirs, np.exp(self.kappa * logn))
-            else:
-                all_dirs, weights = self.full(dirs, logn, index)
-                grad = self.gradient(all_dirs, weights)[index]
+            weights = np.exp(self.kappa * logn)
+            if index is None or self.network.neurons_share_inputs:
+                grad = self.gradient(dirs, weights)
+            else:                                  # inlined full(): this is the cost steps' right-hand side
+                all_dirs, all_weights = self.dirs.copy(), np.zeros(len(self.dirs))
+                all_dirs[index], all_weights[index] = dirs, weights
+                grad = self.gradient(all_dirs, all_weights)[index]
         else:
             grad = self.utility_gradient(dirs, logn, residual, index)
         return self._into(np.empty(state.size), grad, dirs, logn, H)

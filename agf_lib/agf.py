@@ -59,10 +59,20 @@ def _solver(method, fun, state, t_bound, rtol, atol):
 
 
 def _step(solver, what):
+    """One step of ``solver``; returns the step's interpolant, built on its first call (most steps need
+    none: it is read only at a check, a crossing or a neuron's arrival), and only until the next step."""
     solver.step()
     if solver.status == "failed":
         raise RuntimeError(f"{what} failed at t = {solver.t:.6g}: {getattr(solver, 'message', 'step size too small')}")
-    return solver.dense_output()
+    t_step, built = solver.t, []
+
+    def interpolant(t):
+        if not built:
+            if solver.t != t_step:
+                raise RuntimeError("the interpolant of a step is read after the solver took the next step")
+            built.append(solver.dense_output())
+        return built[0](t)
+    return interpolant
 
 
 def _utility_phase(field, residual, index, dirs, logn, t_budget, method, rtol, atol, utility_tol, grad_scale):

@@ -24,12 +24,12 @@ the engines then take polar coordinates in the chart and control direction compo
 For ReLU networks the velocity has kinks where ``w_iᵀx`` changes sign; explicit solvers crawl
 across them, and ``method="LSODA"`` is several times faster.
 
-The right-hand side costs one evaluation of the network's residual and utility gradients
-(``chart_residual_gradient``), in NumPy with the network's closed form: about 17 µs on the book's
-diagonal problem, of which the polar bookkeeping is half, where a raw-coordinate NumPy right-hand side
-of the same network costs about 7 µs. Networks without a closed form go through torch autograd, about
-ten times slower per evaluation (``benchmarks/`` measures both engines against plain NumPy and SciPy
-baselines).
+The right-hand side costs one evaluation of the network's utility gradients at the residual (its
+``gradient_function``, prepared once per dataset), in NumPy with the network's closed form, and the
+polar bookkeeping: on the book's diagonal problem about 23 µs a call against 7 µs for a raw-coordinate
+NumPy right-hand side of the same network, measured side by side; the bookkeeping is two thirds of it.
+Networks without a closed form go through torch autograd, about ten times slower per evaluation
+(``benchmarks/`` measures both engines against plain NumPy and SciPy baselines).
 """
 
 from __future__ import annotations
