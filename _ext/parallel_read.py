@@ -10,8 +10,9 @@ chapters. Each kernel gets one BLAS thread, the processes already sharing the co
 
 Sphinx reads in parallel only when every extension declares itself safe. Three that the book loads do not
 declare it and are safe for HTML (see ``SAFE_UNDECLARED``); sphinx_proof declares it but its domain lacks
-the merge Sphinx then calls, which is supplied below. Other builders (the PDF) read serially. The build log
-says ``parallel_read: reading in N processes``; the book test reports the build's wall time with it.
+the merge Sphinx then calls, which is supplied below. Other builders (the PDF) read serially, and so does
+every build with ``AGF_BOOK_PROCESSES=1`` in the environment (any positive integer sets the number). The
+build log says ``parallel_read: reading in N processes``; the book test reports the build's wall time with it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ MAX_PROCESSES = 4
 
 
 def processes():
+    """``AGF_BOOK_PROCESSES`` if set (1 reads serially), else one process per core, at most ``MAX_PROCESSES``."""
+    chosen = os.environ.get("AGF_BOOK_PROCESSES", "").strip()
+    if chosen:
+        if not chosen.isdigit() or int(chosen) < 1:
+            raise ValueError(f"AGF_BOOK_PROCESSES must be a positive integer, got {chosen!r}")
+        return int(chosen)
     return max(1, min(os.cpu_count() or 1, MAX_PROCESSES))
 
 
@@ -67,7 +74,8 @@ def declare_safe(app):
     if app.builder.format != "html":
         app.parallel = 1
         return
-    logger.info(f"parallel_read: reading in {app.parallel} processes")
+    if app.parallel > 1:
+        logger.info(f"parallel_read: reading in {app.parallel} processes")
     for name in SAFE_UNDECLARED:
         extension = app.extensions.get(name)
         if extension is not None and extension.parallel_read_safe is None:

@@ -312,6 +312,35 @@ def test_publishing_workflow_builds_with_the_readme_command_and_deploys_to_pages
     assert upload["with"]["path"].rstrip("/") == "_build/html", "the workflow must upload the built HTML, _build/html"
 
 
+def load_extension(name):
+    """A Sphinx extension of _ext/ as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "_ext" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_parallel_read_fills_sphinxs_chunks_exactly_and_balances_their_work(monkeypatch):
+    """Sphinx reads contiguous chunks of len(docnames) // nproc documents; the reordering must keep every
+    document, fill each chunk to that length, and spread the notebooks' work (here their sizes) evenly."""
+    parallel_read = load_extension("parallel_read")
+    sizes = {f"chapters/{k:02d}": size for k, size in enumerate([111, 96, 88, 84, 82, 57, 51, 49, 34, 30], 1)}
+    pages = ["intro", "library", "references", "results"]
+    monkeypatch.setattr(parallel_read, "_cost", lambda env, name: sizes.get(name, 0))
+    app = type("App", (), {"parallel": 2})()
+    docnames = sorted(sizes) + pages
+    parallel_read.balance_chunks(app, None, docnames)
+    assert sorted(docnames) == sorted(list(sizes) + pages)
+    chunks = [docnames[:7], docnames[7:]]                       # what sphinx.util.parallel.make_chunks cuts
+    loads = [sum(sizes.get(name, 0) for name in chunk) for chunk in chunks]
+    assert abs(loads[0] - loads[1]) <= min(sizes.values()), loads          # 337 against 345
+    monkeypatch.setenv("AGF_BOOK_PROCESSES", "3")
+    assert parallel_read.processes() == 3
+    monkeypatch.setenv("AGF_BOOK_PROCESSES", "0")
+    with pytest.raises(ValueError, match="AGF_BOOK_PROCESSES must be a positive integer"):
+        parallel_read.processes()
+
+
 def test_student_edition_tool_hides_solutions_and_nothing_else():
     tool = load_tool("build_student_edition")
     book = yaml.safe_load((ROOT / "_config.yml").read_text())
