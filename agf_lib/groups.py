@@ -952,6 +952,8 @@ def utility_maximizer(x, G, *, k=2, irrep_class=None, singular_vector=None):
         a = projector[:, j] / math.sqrt(weights[j])
     else:
         a = np.asarray(singular_vector)
+        if a.dtype.kind not in "iufc":
+            raise TypeError(f"singular_vector must be a vector of numbers, got {type(singular_vector).__name__}")
         if a.shape != (x_hat.shape[0],) or not np.all(np.isfinite(a)) or not np.any(a):
             raise ValueError(f"singular_vector must be a nonzero finite vector of length {x_hat.shape[0]}, "
                              f"got shape {a.shape}")

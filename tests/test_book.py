@@ -158,9 +158,9 @@ def readme_build_command():
     return readme_code_blocks()[0].strip()
 
 
-def load_tool(name):
-    """A script of tools/ as a module."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+def load_tool(name, folder="tools"):
+    """A script of tools/ (or a Sphinx extension of _ext/) as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -312,18 +312,10 @@ def test_publishing_workflow_builds_with_the_readme_command_and_deploys_to_pages
     assert upload["with"]["path"].rstrip("/") == "_build/html", "the workflow must upload the built HTML, _build/html"
 
 
-def load_extension(name):
-    """A Sphinx extension of _ext/ as a module."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "_ext" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_parallel_read_fills_sphinxs_chunks_exactly_and_balances_their_work(monkeypatch):
     """Sphinx reads contiguous chunks of len(docnames) // nproc documents; the reordering must keep every
     document, fill each chunk to that length, and spread the notebooks' work (here their sizes) evenly."""
-    parallel_read = load_extension("parallel_read")
+    parallel_read = load_tool("parallel_read", folder="_ext")
     sizes = {f"chapters/{k:02d}": size for k, size in enumerate([111, 96, 88, 84, 82, 57, 51, 49, 34, 30], 1)}
     pages = ["intro", "library", "references", "results"]
     monkeypatch.setattr(parallel_read, "_cost", lambda env, name: sizes.get(name, 0))

@@ -664,6 +664,8 @@ def test_utility_maximizer_rejects_a_singular_vector_outside_the_top_space():
         groups.utility_maximizer(x, G, irrep_class=2, singular_vector=[1.0, 0.0, 0.0])
     with pytest.raises(ValueError, match="singular_vector must be a nonzero finite vector"):
         groups.utility_maximizer(x, G, irrep_class=2, singular_vector=[0.0, 0.0])
+    with pytest.raises(TypeError, match="singular_vector must be a vector of numbers"):
+        groups.utility_maximizer(x, G, irrep_class=2, singular_vector=["a", "b"])
 
 _CONSTRUCTION_GROUPS = [groups.dihedral(3), groups.dihedral(5), groups.cyclic(7), groups.alternating4(),
                         groups.symmetric4(), groups.quaternion(), groups.product(groups.cyclic(3), groups.dihedral(3))]
