@@ -73,11 +73,12 @@ class PolarField:
     def full(self, dirs, logn, index):
         """Directions of all neurons and the weights ``e^{κℓ_i}`` (zero outside ``index``; ``None``: all, or
         only the neurons in ``index`` when the network's neurons share their inputs)."""
+        weights = np.exp(self.kappa * logn)
         if not self._whole(index):
-            return dirs, np.exp(self.kappa * logn)
-        weights = np.zeros(self.network.num_neurons)
-        weights[index] = np.exp(self.kappa * logn)
-        return self._all_dirs(dirs, index), weights
+            return dirs, weights
+        all_dirs, all_weights = self.dirs.copy(), np.zeros(len(self.dirs))
+        all_dirs[index], all_weights[index] = dirs, weights
+        return all_dirs, all_weights
 
     def outputs(self, dirs, logn, index):
         """``Σ_{i ∈ index} e^{κℓ_i} f_i(·; θ̄_i)``, shape (n, c)."""
@@ -136,13 +137,9 @@ class PolarField:
             # gradient flow of these neurons: residual and gradient in one evaluation (of the whole network,
             # the others weighted zero, when its neurons see different inputs)
             self.evaluations += 1
-            weights = np.exp(self.kappa * logn)
-            if index is None or self.network.neurons_share_inputs:
-                grad = self.gradient(dirs, weights)
-            else:                                  # inlined full(): this is the cost steps' right-hand side
-                all_dirs, all_weights = self.dirs.copy(), np.zeros(len(self.dirs))
-                all_dirs[index], all_weights[index] = dirs, weights
-                grad = self.gradient(all_dirs, all_weights)[index]
+            grad = self.gradient(*self.full(dirs, logn, index))
+            if self._whole(index):
+                grad = grad[index]
         else:
             grad = self.utility_gradient(dirs, logn, residual, index)
         return self._into(np.empty(state.size), grad, dirs, logn, H)
