@@ -615,9 +615,9 @@ def test_no_single_neuron_fits_more_of_a_class_than_the_utility_maximizer(name, 
 
 @pytest.mark.parametrize("name, c", [("A4", 2), ("S4", 3), ("D3", 2), ("Q8", 4)])
 def test_utility_maximizer_with_a_repeated_singular_value_does_not_depend_on_rounding(name, c):
-    """With x̂[ρ] orthogonal (or quaternionic) every unit vector is a top singular vector; the default maximizer is chosen by
-    that space (e₁'s projection), so perturbing x by 1e-13 moves it by no more than that (an SVD's own pick
-    among equal singular values can jump). Every vector of the space, given as singular_vector, is a
+    """With x̂[ρ] orthogonal (or quaternionic) every unit vector is a top singular vector; the default maximizer
+    is chosen by that space (e₁'s projection), so perturbing x by 1e-13 moves it by no more than that (an SVD's
+    own pick among equal singular values can jump). Every vector of the space, given as singular_vector, is a
     maximizer: its utility is the class's, although for a 3-dim irrep its share of the class differs."""
     G = GROUPS[name]()
     quaternionic = G.class_types[c] == "quaternionic"      # its singular values come in equal pairs
@@ -640,7 +640,6 @@ def test_utility_maximizer_with_a_repeated_singular_value_does_not_depend_on_rou
         assert np.ptp(shares) < 1e-12
 
 
-
 def test_least_squares_fit_starts_where_its_seed_says_whatever_the_rounding():
     """The fit's coordinates on the span of the translates depend on the span alone, so a seed gives the same
     start when a template whose translates have equal singular values (x̂ orthogonal) changes by 1e-13 (with an
@@ -654,6 +653,7 @@ def test_least_squares_fit_starts_where_its_seed_says_whatever_the_rounding():
         other_loss, other = groups.least_squares_fit(x + scale * noise, G, 2, seed=0, max_nfev=1)
         assert abs(other_loss / loss - 1) < 1e-9 and np.abs(other - theta).max() < 1e-9
 
+
 def test_utility_maximizer_rejects_a_singular_vector_outside_the_top_space():
     G = groups.dihedral(3)
     blocks = [np.zeros((1, 1)), np.zeros((1, 1)), np.diag([1.0, 0.5])]
@@ -666,6 +666,7 @@ def test_utility_maximizer_rejects_a_singular_vector_outside_the_top_space():
         groups.utility_maximizer(x, G, irrep_class=2, singular_vector=[0.0, 0.0])
     with pytest.raises(TypeError, match="singular_vector must be a vector of numbers"):
         groups.utility_maximizer(x, G, irrep_class=2, singular_vector=["a", "b"])
+
 
 _CONSTRUCTION_GROUPS = [groups.dihedral(3), groups.dihedral(5), groups.cyclic(7), groups.alternating4(),
                         groups.symmetric4(), groups.quaternion(), groups.product(groups.cyclic(3), groups.dihedral(3))]
