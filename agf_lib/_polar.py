@@ -105,7 +105,7 @@ class PolarField:
     def _into(self, out, grad, dirs, logn, H):
         """Write ``(dθ̄/dt, dℓ/dt)`` for utility gradients ``grad`` at ``dirs`` into the flat array ``out``."""
         m = out.size - H
-        radial = np.einsum("hp,hp->h", grad, dirs)
+        radial = np.vecdot(grad, dirs)
         tangent = out[:m].reshape(H, -1)
         np.multiply(radial[:, None], dirs, out=tangent)
         np.subtract(grad, tangent, out=tangent)
@@ -128,7 +128,7 @@ class PolarField:
     @staticmethod
     def split(state, H):
         dirs = state[:-H].reshape(H, -1)
-        return dirs / np.sqrt(np.einsum("hp,hp->h", dirs, dirs))[:, None], state[-H:]
+        return dirs / np.sqrt(np.vecdot(dirs, dirs))[:, None], state[-H:]
 
     def __call__(self, state, index=None, residual=None):
         H = self.network.num_neurons if index is None else len(index)

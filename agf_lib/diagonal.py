@@ -92,11 +92,12 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
         return residual, phi * (minus_grad[:, None] * _CHART_SIGNS)
 
     def gradient_function(self, X, y):
-        # −∇_β L = E[x y] − E[x xᵀ](weights·β): the moments suffice
-        xx, xy = X.T @ X / X.shape[0], X.T @ y[:, 0] / X.shape[0]
+        # −∇_β L = E[x y] − E[x xᵀ](weights·β): the moments suffice; β's ½ is folded into E[x xᵀ] (exactly)
+        half_xx, xy = 0.5 * (X.T @ X / X.shape[0]), X.T @ y[:, 0] / X.shape[0]
 
         def gradient(phi, weights):
-            minus_grad = xy - xx @ (weights * _beta(phi))
+            p, q = phi[:, 0], phi[:, 1]
+            minus_grad = xy - half_xx @ (weights * (p - q) * (p + q))
             return phi * (minus_grad[:, None] * _CHART_SIGNS)
         return gradient
 

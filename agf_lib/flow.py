@@ -26,8 +26,8 @@ across them, and ``method="LSODA"`` is several times faster.
 
 The right-hand side costs one evaluation of the network's utility gradients at the residual (its
 ``gradient_function``, prepared once per dataset), in NumPy with the network's closed form, and the
-polar bookkeeping: on the book's diagonal problem about 23 µs a call against 7 µs for a raw-coordinate
-NumPy right-hand side of the same network, measured side by side; the bookkeeping is two thirds of it.
+polar bookkeeping: on the book's diagonal problem about 17 µs a call against 7 µs for a raw-coordinate
+NumPy right-hand side of the same network, measured side by side; the bookkeeping is half of it.
 Networks without a closed form go through torch autograd, about ten times slower per evaluation
 (``benchmarks/`` measures both engines against plain NumPy and SciPy baselines).
 """
