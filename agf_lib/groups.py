@@ -606,6 +606,8 @@ class CompositionNetwork(TwoLayerNetwork):
     For ``cyclic(p)`` and ``k = 2`` it computes what :class:`agf_lib.modular.QuadraticModularNetwork` does.
     """
 
+    neurons_share_inputs = True           # every neuron sees the same k inputs
+
     def __init__(self, G, H, *, k=2):
         self.group = _check_group(G)
         self.num_neurons = check_int(H, "H")

@@ -291,6 +291,25 @@ def test_every_networks_fused_and_summed_evaluations_agree_with_its_neuron_outpu
                                atol=1e-13)
 
 
+@pytest.mark.parametrize("name", [name for name in problems.names() if problems.get(name).network.neurons_share_inputs])
+def test_a_subset_of_neurons_is_a_network_of_its_own_where_the_network_says_so(name):
+    """neurons_share_inputs lets the engines evaluate only the neurons they need (an AGF cost step): a subset's
+    outputs and gradients must be those of the whole network with the other neurons weighted zero."""
+    problem = problems.get(name)
+    network, (X, y) = problem.network, problem.data
+    rng = np.random.default_rng(4)
+    phi = rng.normal(size=(network.num_neurons, network.num_params))
+    weights = rng.uniform(0.5, 2.0, network.num_neurons)
+    index = np.arange(0, network.num_neurons, 2)
+    zeroed = np.zeros_like(weights)
+    zeroed[index] = weights[index]
+    np.testing.assert_allclose(network.weighted_output(phi[index], X, weights[index]),
+                               network.weighted_output(phi, X, zeroed), rtol=1e-12, atol=1e-14)
+    gradient = network.gradient_function(X, y)
+    np.testing.assert_allclose(gradient(phi[index], weights[index]), gradient(phi, zeroed)[index], rtol=1e-12,
+                               atol=1e-14)
+
+
 @pytest.mark.parametrize("name", problems.names())
 def test_sampled_losses_are_the_same_batched_and_one_sample_at_a_time(name):
     problem = problems.get(name)
