@@ -53,7 +53,7 @@ class PolarField:
         self.eta, self.adaptive_rate = eta, adaptive_rate
         self.kappa = float(network.kappa)
         self.scalar_rate = bool(adaptive_rate) or self.kappa == 2
-        self.gradient = network.gradient_function(X, y)
+        self.gradients = {None: network.gradient_function(X, y)}    # by index, prepared on first use
         self.evaluations = 0
 
     def _whole(self, index):
@@ -84,6 +84,13 @@ class PolarField:
         """``Σ_{i ∈ index} e^{κℓ_i} f_i(·; θ̄_i)``, shape (n, c)."""
         all_dirs, weights = self.full(dirs, logn, index)
         return self.network.weighted_output(all_dirs, self.X, weights)
+
+    def gradient_of(self, index):
+        """The network's ``gradient_function`` of the neurons in ``index`` (``None``: all), prepared once per index."""
+        key = None if index is None else (index.dtype.char, index.tobytes())
+        if key not in self.gradients:
+            self.gradients[key] = self.network.gradient_function(self.X, self.y, index)
+        return self.gradients[key]
 
     def utility_gradient(self, dirs, logn, residual, index):
         """``∇U_i(θ̄_i; r)`` of the neurons in ``index`` at their unit directions, shape (len(index), P)."""
@@ -137,9 +144,7 @@ class PolarField:
             # gradient flow of these neurons: residual and gradient in one evaluation (of the whole network,
             # the others weighted zero, when its neurons see different inputs)
             self.evaluations += 1
-            grad = self.gradient(*self.full(dirs, logn, index))
-            if self._whole(index):
-                grad = grad[index]
+            grad = self.gradient_of(index)(dirs, np.exp(self.kappa * logn))
         else:
             grad = self.utility_gradient(dirs, logn, residual, index)
         return self._into(np.empty(state.size), grad, dirs, logn, H)

@@ -230,11 +230,12 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
             before = solver.y[-H:].copy()
             interpolant = _step(solver, f"cost minimization after the jump at t = {jump_time:.6g}")
             after = solver.y[-H:]
-            for j in np.nonzero((before >= 0) & (after < 0))[0]:
+            lowest = after.min()
+            for j in np.nonzero((before >= 0) & (after < 0))[0] if lowest < 0 else ():
                 t = solver.t_old if before[j] == 0 else brentq(lambda t: interpolant(t)[-H + j], solver.t_old,
                                                                 solver.t, xtol=1e-14 * max(solver.t, 1))
                 crossings[j] = field.split(interpolant(t), H)[0][j].copy()
-            if after.min() < log_dormancy:
+            if lowest < log_dormancy:
                 t = brentq(lambda t: interpolant(t)[-H:].min() - log_dormancy, solver.t_old, solver.t,
                            xtol=1e-14 * max(solver.t, 1))
                 state, vanished = interpolant(t), True

@@ -91,8 +91,10 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
         minus_grad = (residual[:, 0] @ X) * (1.0 / X.shape[0])
         return residual, phi * (minus_grad[:, None] * _CHART_SIGNS)
 
-    def gradient_function(self, X, y):
-        # −∇_β L = E[x y] − E[x xᵀ](weights·β): the moments suffice; β's ½ is folded into E[x xᵀ] (exactly)
+    def gradient_function(self, X, y, index=None):
+        # −∇_β L = E[x y] − E[x xᵀ](weights·β): the moments suffice; β's ½ is folded into E[x xᵀ] (exactly). The
+        # neurons in index alone see their own coordinates: the moments of those columns.
+        X = X if index is None else X[:, index]
         half_xx, xy = 0.5 * (X.T @ X / X.shape[0]), X.T @ y[:, 0] / X.shape[0]
 
         def gradient(phi, weights):

@@ -65,9 +65,10 @@ class FullyConnectedLinearNetwork(FeedForwardNetwork):
         Cw = w @ C.T  # row h: C w_h
         return (Cw * a).sum(1), np.concatenate([a @ C, Cw], axis=1)
 
-    def gradient_function(self, X, y):
+    def gradient_function(self, X, y, index=None):
         """The moments suffice: with ``C = E[y xᵀ] − β E[x xᵀ]`` (``β = Σ_h weights_h a_h w_hᵀ``) the gradients are
-        ``∇_w U_h = Cᵀa_h`` and ``∇_a U_h = C w_h``, at ``O((c + H) d²)`` a call whatever ``n``."""
+        ``∇_w U_h = Cᵀa_h`` and ``∇_a U_h = C w_h``, at ``O((c + H) d²)`` a call whatever ``n``. The neurons share
+        their inputs, so the map of a subset ``index`` is the same map on fewer rows."""
         d, n = self.input_dim, X.shape[0]
         xx, yx = X.T @ X / n, y.T @ X / n
 

@@ -133,14 +133,28 @@ class TwoLayerNetwork:
         residual = y - self.weighted_output(phi, X, weights)
         return residual, self.chart_utility_gradient(phi, X, residual)[1]
 
-    def gradient_function(self, X, y):
+    def gradient_function(self, X, y, index=None):
         """The map ``(phi, weights) ↦ ∇U`` of :meth:`chart_residual_gradient` (the utility gradients at the residual,
         without the residual) for fixed data, prepared once: what the engines call at every step. By default it
         calls :meth:`chart_residual_gradient`; a network whose gradient needs only moments of the data overrides
-        it (linear and diagonal networks: ``E[xxᵀ]`` and ``E[yxᵀ]``, so that a call costs ``O(d²)`` whatever ``n``)."""
-        def gradient(phi, weights):
-            return self.chart_residual_gradient(phi, X, y, weights)[1]
-        return gradient
+        it (linear and diagonal networks: ``E[xxᵀ]`` and ``E[yxᵀ]``, so that a call costs ``O(d²)`` whatever ``n``).
+
+        With ``index`` (an integer array), the map of the neurons in ``index`` alone, the others switched off:
+        it takes and returns their rows only (an AGF cost step, which moves the active neurons). When the
+        neurons share their inputs that is the same map on fewer rows; otherwise, by default, the whole
+        network is evaluated with the other neurons weighted zero (at a fixed unit direction, where every
+        network's outputs are finite)."""
+        if index is None or self.neurons_share_inputs:
+            def gradient(phi, weights):
+                return self.chart_residual_gradient(phi, X, y, weights)[1]
+            return gradient
+        all_phi = np.full((self.num_neurons, self.num_params), 1.0 / math.sqrt(self.num_params))
+        all_weights = np.zeros(self.num_neurons)
+
+        def gradient_of_subset(phi, weights):
+            all_phi[index], all_weights[index] = phi, weights
+            return self.chart_residual_gradient(all_phi, X, y, all_weights)[1][index]
+        return gradient_of_subset
 
     def batched_weighted_output(self, phi, X, weights):
         """:meth:`weighted_output` of every snapshot of a stack: ``phi`` of shape ``(T, H, P)`` and ``weights`` of
