@@ -9,7 +9,7 @@ import torch
 from scipy.integrate import solve_ivp
 
 import agf_lib
-from agf_lib import FeedForwardNetwork, diagonal, gradient_flow, problems
+from agf_lib import FeedForwardNetwork, TwoLayerNetwork, diagonal, gradient_flow, problems
 from agf_lib._polar import PolarField, pack, to_polar
 from agf_lib.flow import integrate
 
@@ -291,23 +291,33 @@ def test_every_networks_fused_and_summed_evaluations_agree_with_its_neuron_outpu
                                atol=1e-13)
 
 
-@pytest.mark.parametrize("name", [name for name in problems.names() if problems.get(name).network.neurons_share_inputs])
-def test_a_subset_of_neurons_is_a_network_of_its_own_where_the_network_says_so(name):
-    """neurons_share_inputs lets the engines evaluate only the neurons they need (an AGF cost step): a subset's
-    outputs and gradients must be those of the whole network with the other neurons weighted zero."""
-    problem = problems.get(name)
+class DiagonalWithoutMoments(diagonal.DiagonalLinearNetwork):
+    """The diagonal network with the base class's gradient_function (whole-network evaluation of a subset)."""
+    gradient_function = TwoLayerNetwork.gradient_function
+
+
+@pytest.mark.parametrize("name", problems.names() + ("diagonal, base gradient_function",))
+def test_the_gradient_of_a_subset_of_neurons_is_the_whole_networks_with_the_others_weighted_zero(name):
+    """gradient_function(X, y, index), what an AGF cost step calls, against the whole network's gradient with the
+    other neurons weighted zero; where neurons_share_inputs says so (it lets the engines evaluate only the neurons
+    they need), a subset's outputs too are those of the whole network."""
+    problem = problems.get(name.split(",")[0])
     network, (X, y) = problem.network, problem.data
+    if name.endswith("base gradient_function"):
+        network = DiagonalWithoutMoments(network.num_neurons)
     rng = np.random.default_rng(4)
     phi = rng.normal(size=(network.num_neurons, network.num_params))
     weights = rng.uniform(0.5, 2.0, network.num_neurons)
     index = np.arange(0, network.num_neurons, 2)
     zeroed = np.zeros_like(weights)
     zeroed[index] = weights[index]
-    np.testing.assert_allclose(network.weighted_output(phi[index], X, weights[index]),
-                               network.weighted_output(phi, X, zeroed), rtol=1e-12, atol=1e-14)
-    gradient = network.gradient_function(X, y)
-    np.testing.assert_allclose(gradient(phi[index], weights[index]), gradient(phi, zeroed)[index], rtol=1e-12,
-                               atol=1e-14)
+    whole = network.gradient_function(X, y)(phi, zeroed)[index]
+    subset = network.gradient_function(X, y, index)
+    np.testing.assert_allclose(subset(phi[index], weights[index]), whole, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(subset(phi[index], weights[index]), whole, rtol=1e-12, atol=1e-14)  # reusable
+    if network.neurons_share_inputs:
+        np.testing.assert_allclose(network.weighted_output(phi[index], X, weights[index]),
+                                   network.weighted_output(phi, X, zeroed), rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("name", problems.names())
