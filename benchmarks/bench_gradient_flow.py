@@ -57,12 +57,14 @@ RAW_TOLS = ((1e-9, 1e-12), (1e-9, 1e-20), (1e-11, 1e-24), (1e-12, 1e-28))
 # the problems: network, data, θ₀, horizon, a raw-coordinate RHS and loss, a reference loss
 
 
-def diagonal_setup(quick):
-    X, y = diagonal_problem()
+def diagonal_setup(quick, data=None, describe=None, max_t_end=math.inf):
+    """The diagonal problem (by default the book's standard one) at α = 1e-12, up to 1.2 × its last
+    closed-form jump or ``max_t_end``."""
+    X, y = diagonal_problem() if data is None else data
     n, d = X.shape
     alpha = 1e-12
     staircase = diagonal.agf_staircase(X, y, alpha=alpha)
-    t_end = 1.2 * (staircase.times[2] if quick else staircase.times[-1])
+    t_end = min(1.2 * (staircase.times[2] if quick else staircase.times[-1]), max_t_end)
     theta0 = diagonal.initial_theta(d, alpha=alpha)
 
     def raw_rhs(t, z):
@@ -88,9 +90,10 @@ def diagonal_setup(quick):
     def reference(times):
         return diagonal.exact_flow(X, y, times[-1], alpha=alpha, times=times, **REFERENCE_TOL).losses
 
-    return dict(name="diagonal", describe=f"{describe_problem()}, α = {alpha:g}",
+    return dict(name="diagonal", describe=f"{describe or describe_problem()}, α = {alpha:g}", alpha=alpha,
                 network=diagonal.DiagonalLinearNetwork(d), data=(X, y), theta0=theta0, t_end=t_end,
-                raw0=theta0.T.ravel(), raw_rhs=raw_rhs, raw_loss=raw_loss, gd=gd, reference=reference)
+                raw0=theta0.T.ravel(), raw_rhs=raw_rhs, raw_loss=raw_loss, gd=gd, reference=reference,
+                closed=staircase)
 
 
 def linear_setup(quick):
