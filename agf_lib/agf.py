@@ -61,9 +61,15 @@ def _solver(method, fun, state, t_bound, rtol, atol):
 def _step(solver, what):
     """One step of ``solver``; returns the step's interpolant, built on its first call (most steps need
     none: it is read only at a check, a crossing or a neuron's arrival), and only until the next step."""
+    t_old = solver.t
     solver.step()
     if solver.status == "failed":
         raise RuntimeError(f"{what} failed at t = {solver.t:.6g}: {getattr(solver, 'message', 'step size too small')}")
+    # LSODA does not fail when its step falls below the resolution of t: it goes on taking steps that
+    # leave t (nearly) where it is, for ever
+    if solver.status == "running" and solver.t - t_old <= 16 * np.spacing(solver.t):
+        raise RuntimeError(f"{what} stalled at t = {solver.t:.6g}: its steps ({solver.t - t_old:.3g}) fell below "
+                           "the resolution of t; bound the run with t_end or max_jumps")
     t_step, built = solver.t, []
 
     def interpolant(t):
@@ -308,7 +314,9 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     dormant neurons a utility of that order. After the last real feature, such a neuron can still
     grow and activate, very late and with no drop in the loss (at t ≈ 4e12, against a last real jump
     at 801, on chapter 05's attention problem from α = 1e-3). Bound such runs with ``t_end`` or
-    ``max_jumps``.
+    ``max_jumps``: at such times a solver's steps can fall below the resolution of ``t`` (chapter 08's
+    orthogonal ReLU problem from α = 1e-12, at t ≈ 5e11 after two real jumps and one late one), and
+    the run raises a RuntimeError rather than step in place.
 
     ``states[k]`` holds Θ (shape (H, P)) on level k, dormant neurons included at their current
     (small) size; ``active[k]`` the active neurons; ``deactivated[k-1]`` those that returned to

@@ -6,12 +6,13 @@ single neurons whose utility flow keeps its direction, for which the jump time i
 """
 
 import math
+import signal
 
 import numpy as np
 import pytest
 from conftest import make_regression
 
-from agf_lib import FeedForwardNetwork, alternating_gradient_flow, diagonal, modular
+from agf_lib import FeedForwardNetwork, alternating_gradient_flow, diagonal, modular, problems
 
 UNIT_SECOND_MOMENT_X = np.array([[1.0], [-1.0]])
 
@@ -172,3 +173,22 @@ def test_where_a_cost_step_ends_does_not_depend_on_the_solver():
         assert run.order == reference.order, method
         np.testing.assert_allclose(run.times, reference.times, rtol=1e-3, err_msg=method)
         np.testing.assert_allclose(run.losses, reference.losses, rtol=1e-5, err_msg=method)
+
+
+def test_a_solver_stalled_below_the_resolution_of_t_raises_instead_of_stepping_in_place():
+    """On chapter 08's orthogonal ReLU problem from α = 1e-12 the data are fit after two jumps; the leftover
+    residual grows one more neuron by t ≈ 1.6e8, and the next one meets the surrogate's kink at t ≈ 5e11, where
+    LSODA's steps fall below the spacing of float64 times and it would step in place for ever."""
+    problem = problems.get("relu-orthogonal")
+    options = {**problem.options, **problem.agf_options}
+    theta0 = problem.initial_theta(1e-12)
+    real = alternating_gradient_flow(problem.network, problem.data, theta0, max_jumps=2, **options)
+    assert real.losses[-1] < 1e-12 * real.losses[0]
+    previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the run stepped in place"))
+    signal.alarm(120)
+    try:
+        with pytest.raises(RuntimeError, match=r"utility maximization stalled at t = 5\.\d+e\+11: its steps"):
+            alternating_gradient_flow(problem.network, problem.data, theta0, max_jumps=4, **options)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
