@@ -17,8 +17,9 @@ The state vector is ``(θ̄_1, …, θ̄_H, ℓ_1, …, ℓ_H)``, in the network
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import logsumexp
 
-__all__ = ["PolarField", "to_polar", "pack"]
+__all__ = ["PolarField", "LogChartField", "batched_losses", "to_polar", "pack"]
 
 
 def to_polar(theta, name="theta0"):
@@ -154,18 +155,82 @@ class PolarField:
         return 0.5 * float(np.einsum("nc,nc->", residual, residual)) / self.X.shape[0]
 
     def losses(self, states):
-        """The loss at each column of ``states`` (polar states of all neurons, shape (S, T)), by
-        :meth:`~agf_lib.network.TwoLayerNetwork.batched_weighted_output` on chunks of samples: one evaluation per
-        chunk instead of one per sample (3 000 samples of the diagonal problem: 2 ms instead of 30)."""
-        network, X, y = self.network, self.X, self.y
-        H, (n, c), T = network.num_neurons, y.shape, states.shape[1]
+        """The loss at each column of ``states`` (polar states of all neurons, shape (S, T))."""
+        H, T = self.network.num_neurons, states.shape[1]
         dirs = states[:-H].T.reshape(T, H, -1)
         dirs = dirs / np.sqrt(np.einsum("thp,thp->th", dirs, dirs))[..., None]
-        weights = np.exp(self.kappa * states[-H:].T)
-        losses = np.empty(T)
-        chunk = max(1, 2_000_000 // (H * n * c))
-        for start in range(0, T, chunk):
-            rows = slice(start, start + chunk)
-            residual = y - network.batched_weighted_output(dirs[rows], X, weights[rows])
-            losses[rows] = 0.5 * np.einsum("tnc,tnc->t", residual, residual) / n
-        return losses
+        return batched_losses(self.network, self.X, self.y, dirs, np.exp(self.kappa * states[-H:].T))
+
+    def log_norms(self, states):
+        """``log‖θ_i‖`` at each column of ``states``, shape (T, H)."""
+        return states[-self.network.num_neurons:].T.copy()
+
+    def all_params(self, states):
+        """Θ in the network's own coordinates at each column of ``states``, shape (T, H, P)."""
+        H = self.network.num_neurons
+        return np.stack([self.params(*self.split(state, H)) for state in states.T])
+
+
+def batched_losses(network, X, y, phi, weights):
+    """The loss ``½ E‖y − Σ_i weights_i f_i(x; φ_i)‖²`` for each of ``T`` sets of chart coordinates ``phi``
+    (shape (T, H, P)) and weights (shape (T, H)), by
+    :meth:`~agf_lib.network.TwoLayerNetwork.batched_weighted_output` on chunks of them: one evaluation per
+    chunk instead of one per set (3 000 samples of the diagonal problem: 2 ms instead of 30)."""
+    (n, c), T = y.shape, phi.shape[0]
+    losses = np.empty(T)
+    chunk = max(1, 2_000_000 // (phi.shape[1] * n * c))
+    for start in range(0, T, chunk):
+        rows = slice(start, start + chunk)
+        residual = y - network.batched_weighted_output(phi[rows], X, weights[rows])
+        losses[rows] = 0.5 * np.einsum("tnc,tnc->t", residual, residual) / n
+    return losses
+
+
+class LogChartField:
+    """Velocity of gradient flow in the logarithms of the chart coordinates, for a network with a
+    ``sign_preserving_chart`` (see :class:`~agf_lib.network.TwoLayerNetwork`). With ``φ_ik = σ_ik e^{s_ik}``,
+    the signs ``σ`` fixed by the initialization,
+
+        ds_ik/dt = η (∂U_i(φ_i; r)/∂φ_ik) / φ_ik
+
+    exactly, the residual ``r`` being that of all neurons (κ = 2, so the adaptive rate is η). For the diagonal network this is
+    ``ds/dt = η(−∇_{β_i}L)(1, −1)``: constant while the residual is, so that a plateau costs a solver a
+    few steps, and a straight line in ``s`` (the imprint ``log|q|`` falling as ``log|p|`` rises) however
+    long. Every coordinate is a logarithm, whose absolute error is the relative error of the chart
+    coordinate, at α = 1e-12 as at α = 1e-100: the solver controls the error absolutely
+    (:meth:`tolerances`). The state is ``s`` flattened row by row, shape (H·P,).
+    """
+
+    def __init__(self, network, X, y, phi0, eta=1.0):
+        self.network, self.X, self.y = network, X, y
+        self.signs, self.shape = np.sign(phi0), phi0.shape
+        self.state0 = np.log(np.abs(phi0)).ravel()
+        self.eta = eta
+        self.gradient = network.log_gradient_function(X, y)
+        self.evaluations = 0
+
+    @staticmethod
+    def tolerances(rtol):
+        """``(rtol, atol)`` for the solver: each log-coordinate to ``rtol`` absolutely (each chart coordinate
+        relatively), and no relative control of the logs themselves (SciPy's floor, 100 ε)."""
+        return 100 * np.finfo(float).eps, rtol
+
+    def __call__(self, state):
+        self.evaluations += 1
+        velocity = self.gradient(state.reshape(self.shape)).ravel()
+        return velocity * self.eta if self.eta != 1.0 else velocity
+
+    def charts(self, states):
+        """The chart coordinates at each column of ``states`` (shape (H·P, T)), shape (T, H, P)."""
+        return self.signs * np.exp(states.T.reshape(-1, *self.shape))
+
+    def losses(self, states):
+        phi = self.charts(states)
+        return batched_losses(self.network, self.X, self.y, phi, np.ones(phi.shape[:2]))
+
+    def log_norms(self, states):
+        """``log‖θ_i‖ = ½ log Σ_k e^{2s_ik}`` at each column of ``states``, shape (T, H)."""
+        return 0.5 * logsumexp(2.0 * states.T.reshape(-1, *self.shape), axis=2)
+
+    def all_params(self, states):
+        return np.stack([self.network.from_chart(phi) for phi in self.charts(states)])

@@ -66,6 +66,7 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
 
     # The chart (p, q) = (u + v, u − v)/√2, in which u² − v² = 2pq and β = uv = (p − q)(p + q)/2.
     has_chart = True
+    sign_preserving_chart = True           # dp/dt = η p (−∇_β L), dq/dt = −η q (−∇_β L)
 
     def to_chart(self, theta):
         u, v = theta[:, 0], theta[:, 1]
@@ -101,6 +102,16 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
             p, q = phi[:, 0], phi[:, 1]
             minus_grad = xy - half_xx @ (weights * (p - q) * (p + q))
             return phi * (minus_grad[:, None] * _CHART_SIGNS)
+        return gradient
+
+    def log_gradient_function(self, X, y):
+        # ∂U/∂p / p = −∇_β L and ∂U/∂q / q = ∇_β L, with 2β = p² − q² = e^{2s_p} − e^{2s_q}
+        half_xx, xy = 0.5 * (X.T @ X / X.shape[0]), X.T @ y[:, 0] / X.shape[0]
+
+        def gradient(s):
+            squares = np.exp(2.0 * s)
+            minus_grad = xy - half_xx @ (squares[:, 0] - squares[:, 1])
+            return minus_grad[:, None] * _CHART_SIGNS
         return gradient
 
     def batched_weighted_output(self, phi, X, weights):

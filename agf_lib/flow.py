@@ -41,7 +41,7 @@ import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau, solve_ivp
 from tqdm import tqdm
 
-from ._polar import PolarField, pack, to_polar
+from ._polar import LogChartField, PolarField, pack, to_polar
 from .network import TwoLayerNetwork
 from .results import Trajectory
 from .validation import check_num_samples, check_positive
@@ -163,9 +163,14 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     t_end, eta = check_positive(t_end, "t_end"), check_positive(eta, "eta")
     check_solver(method)
     check_num_samples(num_samples)
-    H = network.num_neurons
-    dirs, logn = to_polar(network.to_chart(theta0))
-    field = PolarField(network, X, y, dirs, eta=eta, adaptive_rate=adaptive_rate)
+    phi0 = network.to_chart(theta0)
+    if network.sign_preserving_chart and np.all(phi0 != 0):
+        field = LogChartField(network, X, y, phi0, eta=eta)
+        state0, (solver_rtol, solver_atol) = field.state0, field.tolerances(rtol)
+    else:
+        dirs, logn = to_polar(phi0)
+        field = PolarField(network, X, y, dirs, eta=eta, adaptive_rate=adaptive_rate)
+        state0, solver_rtol, solver_atol = pack(dirs, logn), rtol, field.tolerances(atol, network.num_neurons)
 
     # A trial step of the solver can overshoot to log-norms whose e^{κℓ} overflows; the velocity there is
     # inf or NaN and the solver rejects the step. Such steps are silenced; what is kept is checked below.
@@ -176,18 +181,14 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
                 bar.update(t - bar.n)
             return field(state)
 
-        times, states = integrate(rhs, pack(dirs, logn), t_end, method=method, rtol=rtol,
-                                  atol=field.tolerances(atol, H), num_samples=num_samples, times=times)
-        evaluations = field.evaluations
+        times, states = integrate(rhs, state0, t_end, method=method, rtol=solver_rtol, atol=solver_atol,
+                                  num_samples=num_samples, times=times)
         losses = field.losses(states)
         if not (np.all(np.isfinite(states)) and np.all(np.isfinite(losses))):
             raise FloatingPointError("gradient flow left float64 (a norm overflowed); use a smaller t_end or eta")
-        log_norms = states[-H:].T.copy() if record_params else None
-        params = np.empty((times.size, H, network.num_params)) if record_params else None
-        if record_params:
-            for k in range(times.size):
-                params[k] = field.params(*field.split(states[:, k], H))
-    return Trajectory(times, losses, params=params, log_norms=log_norms, evaluations=evaluations)
+        log_norms = field.log_norms(states) if record_params else None
+        params = field.all_params(states) if record_params else None
+    return Trajectory(times, losses, params=params, log_norms=log_norms, evaluations=field.evaluations)
 
 
 def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, num_samples=2000, record_params=False):

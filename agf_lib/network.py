@@ -95,6 +95,13 @@ class TwoLayerNetwork:
     # With ``has_chart`` the engines control the error of direction components relatively.
     has_chart = False
 
+    # Set by networks whose chart coordinates keep their signs under gradient flow, each one's velocity being
+    # proportional to itself (a diagonal neuron's p and q follow dp/dt = ηgp and dq/dt = −ηgq), and which
+    # provide :meth:`log_gradient_function`. Gradient flow then integrates the coordinates' logarithms, in
+    # which a plateau is a straight line and every coordinate, however small, keeps its relative accuracy.
+    # Such a network has κ = 2 (its velocity is linear in each coordinate), so the adaptive rate is η.
+    sign_preserving_chart = False
+
     # Set by networks whose every neuron's utility is a quadratic form in its parameters (κ = 2, the
     # output linear in each of two blocks: linear and diagonal networks). Their utility gradient is
     # linear in θ_i, and AGF solves the utility flow in closed form (a matrix exponential).
@@ -155,6 +162,13 @@ class TwoLayerNetwork:
             all_phi[index], all_weights[index] = phi, weights
             return self.chart_residual_gradient(all_phi, X, y, all_weights)[1][index]
         return gradient_of_subset
+
+    def log_gradient_function(self, X, y):
+        """For a ``sign_preserving_chart``: the map ``s ↦ (∂U_i/∂φ_ik)/φ_ik`` at ``φ_ik = ±e^{s_ik}``, the
+        residual being that of all neurons (shape (H, P) to (H, P)), prepared once for fixed data: the velocity
+        of gradient flow in the logarithms of the chart coordinates at η = 1. Written without the division,
+        so that a coordinate whose ``e^{s}`` underflows keeps its velocity."""
+        raise NotImplementedError(f"{type(self).__name__} has no sign-preserving chart")
 
     def batched_weighted_output(self, phi, X, weights):
         """:meth:`weighted_output` of every snapshot of a stack: ``phi`` of shape ``(T, H, P)`` and ``weights`` of
