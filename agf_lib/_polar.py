@@ -12,6 +12,8 @@ With a fixed residual this is AGF's utility flow (its first phase); with the res
 being integrated it is gradient flow of those neurons (AGF's cost phase, or gradient flow itself).
 The state vector is ``(θ̄_1, …, θ̄_H, ℓ_1, …, ℓ_H)``, in the network's chart (see
 :class:`~agf_lib.network.TwoLayerNetwork`). Private: :mod:`agf_lib.flow` and :mod:`agf_lib.agf` use it.
+:class:`LogChartField` is the state gradient flow integrates instead for a network whose chart
+coordinates keep their signs: their logarithms.
 """
 
 from __future__ import annotations

@@ -18,16 +18,23 @@ would then be timed as if α were larger (measured on a two-coordinate diagonal 
 α = 1e-12, 1e-4 at 1e-20, 20% at 1e-100). A network can lift it by declaring a *chart* (see
 :class:`~agf_lib.network.TwoLayerNetwork`) in which that imprint is a small coordinate of its own;
 the engines then take polar coordinates in the chart and control direction components relatively.
-:class:`~agf_lib.diagonal.DiagonalLinearNetwork` does, and its sign reversals are timed to 1e-9 at
-α = 1e-100. Networks without a chart (``FeedForwardNetwork``) keep the limit.
+Networks without a chart (``FeedForwardNetwork``) keep the limit.
+
+Where the chart's coordinates keep their signs along the flow (``sign_preserving_chart``: the diagonal
+network's ``p = (u + v)/√2`` and ``q = (u − v)/√2`` follow ``dp/dt = ηgp`` and ``dq/dt = −ηgq`` with
+``g = −∇_β L``), gradient flow integrates their logarithms instead (:class:`~agf_lib._polar.LogChartField`):
+``d log|p|/dt = ηg``, constant along a plateau, so the solver crosses one in a few steps, and the imprint
+``log|q|`` is a coordinate like any other, controlled to ``rtol`` absolutely (relatively in ``q``). The
+diagonal network's sign reversals are timed to 3e-9 at α = 1e-100, and on fresh diagonal problems the
+engine costs what a raw-coordinate SciPy solve of the same ODE costs (``benchmarks/bench_unseen.py``).
+A start with a chart coordinate at zero (``u = v``) has no logarithm and takes the polar coordinates.
 
 For ReLU networks the velocity has kinks where ``w_iᵀx`` changes sign; explicit solvers crawl
 across them, and ``method="LSODA"`` is several times faster.
 
 The right-hand side costs one evaluation of the network's utility gradients at the residual (its
 ``gradient_function``, prepared once per dataset), in NumPy with the network's closed form, and the
-polar bookkeeping: on the book's diagonal problem about 17 µs a call against 7 µs for a raw-coordinate
-NumPy right-hand side of the same network, measured side by side; the bookkeeping is half of it.
+polar bookkeeping, about half of it (or, in a log chart, the network's ``log_gradient_function`` alone).
 Networks without a closed form go through torch autograd, about ten times slower per evaluation
 (``benchmarks/`` measures both engines against plain NumPy and SciPy baselines).
 """
@@ -145,7 +152,8 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     t_end : float, GF time
     eta : learning rate (rescales time)
     method, rtol, atol : passed to :func:`scipy.integrate.solve_ivp`; the state is the polar
-        coordinates of the module docstring, all of order one.
+        coordinates of the module docstring, all of order one. In a log chart every coordinate is a
+        logarithm, held to ``rtol`` absolutely, and ``atol`` does not apply.
     num_samples : size of the linear grid on which the loss is sampled, in addition to the
         solver's own steps (which cluster at the drops) and a logarithmic grid.
     times : sample exactly at these times instead (non-decreasing, within ``[0, t_end]``).
