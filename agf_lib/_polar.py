@@ -195,10 +195,10 @@ class LogChartField:
 
         ds_ik/dt = η (∂U_i(φ_i; r)/∂φ_ik) / φ_ik
 
-    exactly, the residual ``r`` being that of all neurons (κ = 2, so the adaptive rate is η). For the diagonal network this is
-    ``ds/dt = η(−∇_{β_i}L)(1, −1)``: constant while the residual is, so that a plateau costs a solver a
-    few steps, and a straight line in ``s`` (the imprint ``log|q|`` falling as ``log|p|`` rises) however
-    long. Every coordinate is a logarithm, whose absolute error is the relative error of the chart
+    exactly, the residual ``r`` being that of all neurons (κ = 2, so the adaptive rate is η). For the
+    diagonal network this is ``ds/dt = η(−∇_{β_i}L)(1, −1)``: constant while the residual is, so that a
+    plateau costs a solver a few steps, and a straight line in ``s`` (the imprint ``log|q|`` falling as
+    ``log|p|`` rises) however long. Every coordinate is a logarithm, whose absolute error is the relative error of the chart
     coordinate, at α = 1e-12 as at α = 1e-100: the solver controls the error absolutely
     (:meth:`tolerances`). The state is ``s`` flattened row by row, shape (H·P,).
     """
