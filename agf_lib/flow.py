@@ -1,4 +1,5 @@
-"""Gradient flow, in polar coordinates per neuron, and fixed-step gradient descent.
+"""Gradient flow, in polar coordinates per neuron or the logarithms of a sign-preserving chart, and
+fixed-step gradient descent.
 
 Gradient flow ``dΘ/dt = −η∇L(Θ)`` is integrated in the coordinates the paper's Eq. (2) suggests:
 each neuron is split into its direction ``θ̄_i = θ_i/‖θ_i‖`` and its log-norm ``ℓ_i = log‖θ_i‖``.

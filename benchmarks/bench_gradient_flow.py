@@ -13,8 +13,8 @@ Three problems, each with an independent reference flow:
 
 Runs on each problem, one after the other in one process:
 
-(a) ``agf_lib.gradient_flow`` with its defaults (DOP853, rtol 1e-9, atol 1e-12, polar coordinates),
-    and at looser rtol;
+(a) ``agf_lib.gradient_flow`` with its defaults (DOP853, rtol 1e-9, atol 1e-12; polar coordinates, or the
+    diagonal network's log chart), and at looser rtol;
 (b) fixed-step gradient descent with η = 1e-3 as the paper's public notebooks train, written as a
     plain vectorized NumPy loop on the raw parameters (no library code);
 (c) a plain ``scipy.integrate.solve_ivp`` DOP853 on the raw parameters with a NumPy right-hand side,
