@@ -166,8 +166,9 @@ class TwoLayerNetwork:
     def log_gradient_function(self, X, y):
         """For a ``sign_preserving_chart``: the map ``s ↦ (∂U_i/∂φ_ik)/φ_ik`` at ``φ_ik = ±e^{s_ik}``, the
         residual being that of all neurons (shape (H, P) to (H, P)), prepared once for fixed data: the velocity
-        of gradient flow in the logarithms of the chart coordinates at η = 1. Written without the division,
-        so that a coordinate whose ``e^{s}`` underflows keeps its velocity."""
+        of gradient flow in the logarithms of the chart coordinates at η = 1. It must not depend on the signs
+        (the diagonal network's depends on p² and q² only), and is written without the division, so that a
+        coordinate whose ``e^{s}`` underflows keeps its velocity."""
         raise NotImplementedError(f"{type(self).__name__} has no sign-preserving chart")
 
     def batched_weighted_output(self, phi, X, weights):
