@@ -44,6 +44,11 @@ def _beta(phi):
     return 0.5 * (p - q) * (p + q)
 
 
+def _half_moments(X, y):
+    """``(½E[xxᵀ], E[xy])`` of checked data (y of shape (n, 1)): −∇_β L = E[xy] − ½E[xxᵀ](2β)."""
+    return 0.5 * (X.T @ X / X.shape[0]), X.T @ y[:, 0] / X.shape[0]
+
+
 class DiagonalLinearNetwork(TwoLayerNetwork):
     """``f(x; Θ) = Σ_i u_i v_i x_i`` with ``θ_i = (u_i, v_i)``: ``d`` neurons, ``P = 2``, ``c = 1``, ``κ = 2``."""
 
@@ -95,8 +100,7 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
     def gradient_function(self, X, y, index=None):
         # −∇_β L = E[x y] − E[x xᵀ](weights·β): the moments suffice; β's ½ is folded into E[x xᵀ] (exactly). The
         # neurons in index alone see their own coordinates: the moments of those columns.
-        X = X if index is None else X[:, index]
-        half_xx, xy = 0.5 * (X.T @ X / X.shape[0]), X.T @ y[:, 0] / X.shape[0]
+        half_xx, xy = _half_moments(X if index is None else X[:, index], y)
 
         def gradient(phi, weights):
             p, q = phi[:, 0], phi[:, 1]
@@ -106,7 +110,7 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
 
     def log_gradient_function(self, X, y):
         # ∂U/∂p / p = −∇_β L and ∂U/∂q / q = ∇_β L, with 2β = p² − q² = e^{2s_p} − e^{2s_q}
-        half_xx, xy = 0.5 * (X.T @ X / X.shape[0]), X.T @ y[:, 0] / X.shape[0]
+        half_xx, xy = _half_moments(X, y)
 
         def gradient(s):
             squares = np.exp(2.0 * s)
