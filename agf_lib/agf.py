@@ -22,6 +22,11 @@ Neurons start dormant. Each iteration has two steps.
   origin (its norm below ``dormancy_threshold``) returns to the dormant set with the state it had
   when it last crossed the unit sphere inwards, i.e. with ``𝒮_i = c_i/η`` as in the paper's
   Appendix B.3. A step that has not converged by ``max_cost_time`` raises :class:`CostStepError`.
+  For a network with a ``sign_preserving_chart`` (the diagonal network) the step integrates the
+  logarithms of the chart coordinates, in which the flow's conserved quantities are linear and every
+  solver step keeps them exactly, and it ends with Newton's method as soon as Newton's steps,
+  kept to the span of the flow, contract onto a stable critical point nearby
+  (:meth:`_LogChartCost.polish`): often at the step's start, before any integration.
 
 The float64 limit stated in :mod:`agf_lib.flow` applies here too, to networks without a chart: a
 dormant neuron whose utility flow reverses its sign after a long excursion, or a neuron restored
@@ -40,7 +45,7 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-from ._polar import PolarField, pack, to_polar
+from ._polar import LogChartField, PolarField, half_log_sum_exp2, pack, to_polar
 from .flow import SOLVER_CLASSES, check_network, check_solver, single_thread, unpack_data
 from .results import Staircase
 from .validation import check_max_jumps, check_positive
@@ -52,10 +57,22 @@ class CostStepError(RuntimeError):
     """A cost minimization of AGF did not reach a critical point within ``max_cost_time``."""
 
 
-def _solver(method, fun, state, t_bound, rtol, atol):
+def _solver(method, fun, state, t_bound, rtol, atol, speed=None):
     """A SciPy ODE solver object, stepped by hand: one solver per phase, so that checks made between
-    steps (the gradient every so often, the norms after every step) cost no restart."""
-    return SOLVER_CLASSES[method](fun, 0.0, state, t_bound, rtol=rtol, atol=atol)
+    steps (the gradient every so often, the norms after every step) cost no restart.
+
+    Given the initial ``speed``, LSODA is given its first step: the time in which the fastest
+    coordinate moves by 1e-2. Its own guess grows with ``t_bound`` and with the inverse of the
+    velocity, and with ``t_bound = ∞`` and a small velocity (a utility flow that is zero, a log chart
+    held to 100ε relatively) it can be a step to t = ∞: its corrector fails until it gives up, or it
+    returns a NaN state. The other methods' guesses are bounded by their first error estimate. Polar
+    cost steps keep LSODA's guess: they start from a neuron at norm one, which moves, and the book's
+    results were measured with it (at α = 1e-16 the last jump of chapter 01's fully connected problem
+    moves by 1% with the cost step's path, in the float64 limit that :mod:`agf_lib.flow` states)."""
+    options = {}
+    if method == "LSODA" and speed is not None:
+        options["first_step"] = min(1e-2 / max(speed, 1e-300), t_bound)
+    return SOLVER_CLASSES[method](fun, 0.0, state, t_bound, rtol=rtol, atol=atol, **options)
 
 
 def _step(solver, what):
@@ -70,6 +87,10 @@ def _step(solver, what):
     if solver.status == "running" and solver.t - t_old <= 16 * np.spacing(solver.t):
         raise RuntimeError(f"{what} stalled at t = {solver.t:.6g}: its steps ({solver.t - t_old:.3g}) fell below "
                            "the resolution of t; bound the run with t_end or max_jumps")
+    # nor does it always fail when a step overflows: it can return t = ∞ and a NaN state, and then "finish"
+    if not (math.isfinite(solver.t) and np.isfinite(solver.y).all()):
+        raise RuntimeError(f"{what} left float64 in a step from t = {t_old:.6g}: its solver returned t = {solver.t:.6g}"
+                           " and a state that is not finite; bound the run with t_end or max_jumps")
     t_step, built = solver.t, []
 
     def interpolant(t):
@@ -91,9 +112,10 @@ def _utility_phase(field, residual, index, dirs, logn, t_budget, method, rtol, a
     """
     H = len(index)
     d_dirs, d_logn = field.velocity(dirs, logn, residual, index)
-    check = 10.0 / max(float(np.sqrt((d_dirs**2).sum(1) + d_logn**2).max()), 1e-300)
+    speed = float(np.sqrt((d_dirs**2).sum(1) + d_logn**2).max())
+    check = 10.0 / max(speed, 1e-300)
     solver = _solver(method, lambda t, s: field(s, index, residual), pack(dirs, logn), t_budget, rtol,
-                     field.tolerances(atol, H))
+                     field.tolerances(atol, H), speed)
     previous = None
     while solver.status == "running":
         interpolant = _step(solver, "utility maximization")
@@ -192,57 +214,165 @@ def _quadratic_utility_phase(field, residual, index, dirs, logn, t_budget, utili
     return dt, j, new_dirs, new_logn, None
 
 
+class _PolarCost:
+    """The state of a cost step in the polar coordinates of :class:`PolarField` (any network)."""
+
+    def __init__(self, field, index, atol):
+        self.field, self.index, self.H = field, index, len(index)
+        self.atol = field.tolerances(atol, self.H)
+
+    def state(self, dirs, logn):
+        return pack(dirs, logn)
+
+    def split(self, state):
+        return self.field.split(state, self.H)
+
+    def log_norms(self, state):
+        return state[-self.H:].copy()      # not a view: a solver may overwrite its state in place
+
+    def __call__(self, t, state):
+        return self.field(state, self.index)
+
+    def tolerances(self, rtol):
+        return rtol, self.atol
+
+    def speed(self, state):
+        dirs, logn = self.split(state)
+        d_dirs, d_logn = self.field.velocity(dirs, logn, self.field.y - self.field.outputs(dirs, logn, self.index),
+                                             self.index)
+        return float(np.sqrt((d_dirs**2).sum(1) + d_logn**2).max())
+
+    def gradient_size(self, state):
+        """``‖∇U_i(θ̄_i; r)‖`` over the active neurons: zero exactly at a critical point of the loss, and not
+        shrinking with a neuron's norm, so that a neuron drifting back to the origin keeps the phase going
+        until it is declared dormant."""
+        dirs, logn = self.split(state)
+        grad = self.field.utility_gradient(dirs, logn, self.field.y - self.field.outputs(dirs, logn, self.index),
+                                           self.index)
+        return float(np.sqrt(np.einsum("hp,hp->", grad, grad)))
+
+    def polish(self, state, target, log_dormancy):
+        """Newton steps would move the polar state off the flow's (nonlinear) invariants: none."""
+        return None
+
+
+class _LogChartCost:
+    """The state of a cost step in the logarithms ``s`` of the chart coordinates, for a network with a
+    ``sign_preserving_chart`` (:class:`LogChartField`). The flow there conserves linear functions of ``s``
+    (the diagonal network's ``s_p + s_q = log|pq|``, which fixes where a neuron's imprint ``q`` ends), and
+    every solver step, every interpolant and every Newton step below keeps them exactly, whatever the
+    tolerance: only the end of the step is loose, and :meth:`polish` makes it exact."""
+
+    def __init__(self, field, index, dirs):
+        self.field, self.index, self.H = field, index, len(index)
+        self.log_field = LogChartField(field.network, field.X, field.y, dirs, eta=field.eta, index=index)
+
+    def state(self, dirs, logn):
+        return (np.log(np.abs(dirs)) + logn[:, None]).ravel()
+
+    def split(self, state):
+        return self.log_field.polar(state)
+
+    def log_norms(self, state):
+        return half_log_sum_exp2(state.reshape(self.H, -1))
+
+    def __call__(self, t, state):
+        self.field.evaluations += 1
+        return self.log_field(state)
+
+    def tolerances(self, rtol):
+        return self.log_field.tolerances(rtol)          # each logarithm to rtol absolutely
+
+    def speed(self, state):
+        return float(np.abs(self(0.0, state)).max())
+
+    def _gradient_size(self, state, velocity):
+        # ∇U_i(θ̄_i; r) = (∂U_i/∂φ_i)/‖φ_i‖ = (velocity/η) ⊙ φ̄_i, as in _PolarCost (κ = 2)
+        dirs, _ = self.split(state)
+        scaled = velocity.reshape(dirs.shape) * dirs
+        return float(np.sqrt(np.einsum("hp,hp->", scaled, scaled))) / self.field.eta
+
+    def gradient_size(self, state):
+        return self._gradient_size(state, self(0.0, state))
+
+    def polish(self, state, target, log_dormancy):
+        """The flow's limit by Newton's method on ``v(s) = 0``, or ``None`` when the state is not yet in its basin.
+
+        Each step solves ``J Δ = −v`` in least squares with ``Δ`` in the span of the Jacobian ``J`` (by forward
+        differences), which is where the flow moves: a linear invariant ``wᵀs`` has ``wᵀv ≡ 0``, hence
+        ``wᵀJ = 0``, so the steps keep every one of them. The result is accepted only if the steps contract
+        from the first (the first below one in every logarithm, each below half the one before), the
+        gradient falls below ``target``, no neuron falls to the dormancy threshold, and the limit is stable
+        (the Jacobian in its span has eigenvalues of negative real part: a minimum on the invariant set,
+        not a saddle the flow would leave). Otherwise the solver goes on from ``state``."""
+        s, previous, unit = state.copy(), 1.0, np.eye(state.size)
+        for _ in range(_NEWTON_STEPS):
+            velocity = self(0.0, s)
+            shifts = 1e-7 * np.maximum(1.0, np.abs(s))
+            jac = np.column_stack([(self(0.0, s + shift * e) - velocity) / shift for shift, e in zip(shifts, unit)])
+            left, singular, _ = np.linalg.svd(jac)
+            span = left[:, :int(np.sum(singular > 1e-10 * singular[0]))]
+            step = span @ np.linalg.lstsq(jac @ span, -velocity, rcond=None)[0]
+            size = float(np.abs(step).max())
+            if size > previous:
+                return None
+            s, previous = s + step, 0.5 * size
+            if self.gradient_size(s) <= target:
+                stable = np.linalg.eigvals(span.T @ jac @ span).real.max() < 0
+                return s if stable and self.log_norms(s).min() > log_dormancy else None
+        return None
+
+
+_NEWTON_STEPS = 8          # at most, in one try of a cost step's polish
+
+
 def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method, rtol, atol, cost_tol,
                 max_cost_time, jump_time):
     """Gradient flow of the active neurons ``index`` to convergence.
 
     The gradient and the loss are checked at times growing geometrically, on the solver's interpolant at
     exactly those times, and the step ends at the state of the check that met a rule; the norms are read
-    after every step. Returns the neurons still active with their ``(dirs, logn)``, and a dict ``{neuron: direction}``
-    of those that returned to dormancy, with their direction at their last inward crossing of the unit
-    sphere (where ``ℓ = 0``). Raises :class:`CostStepError` when the gradient has not fallen by
-    ``cost_tol`` within ``max_cost_time``.
+    after every step. In a log chart (:class:`_LogChartCost`) the step's start and every check first
+    try to end the step with Newton's method. Returns the neurons still active
+    with their ``(dirs, logn)``, and a dict ``{neuron: direction}`` of those that returned to dormancy,
+    with their direction at their last inward crossing of the unit sphere (where ``ℓ = 0``). Raises
+    :class:`CostStepError` when the gradient has not fallen by ``cost_tol`` within ``max_cost_time``.
     """
     returned = {}
     g0, start_loss, elapsed = None, None, 0.0
     while len(index):
         H = len(index)
-
-        def gradient_size(s):
-            # ‖∇U_i(θ̄_i; r)‖ over the active neurons: zero exactly at a critical point of the loss,
-            # and not shrinking with a neuron's norm, so that a neuron drifting back to the origin
-            # keeps the phase going until it is declared dormant.
-            d, l = field.split(s, H)
-            grad = field.utility_gradient(d, l, field.y - field.outputs(d, l, index), index)
-            return float(np.sqrt(np.einsum("hp,hp->", grad, grad)))
-
-        state = pack(dirs, logn)
-        size = gradient_size(state)
+        log_chart = field.network.sign_preserving_chart and np.all(dirs != 0)
+        coords = _LogChartCost(field, index, dirs) if log_chart else _PolarCost(field, index, atol)
+        state = coords.state(dirs, logn)
+        size = coords.gradient_size(state)
         if g0 is None:
             g0 = size
         if size <= cost_tol * g0:
             return index, dirs, logn, returned
-        d_dirs, d_logn = field.velocity(dirs, logn, field.y - field.outputs(dirs, logn, index), index)
-        speed = float(np.sqrt((d_dirs**2).sum(1) + d_logn**2).max())
+        if (polished := coords.polish(state, cost_tol * g0, log_dormancy)) is not None:
+            return (index, *coords.split(polished), returned)
+        speed = coords.speed(state)
         # the first check after one time unit of the flow's speed, or, after a neuron left, at twice the
         # time spent so far (the doubling the checks follow anyway)
         check = min(elapsed + 1.0 / max(speed, 1e-300), 2.0 * elapsed if elapsed else math.inf, max_cost_time)
-        solver = _solver(method, lambda t, s: field(s, index), state, math.inf, rtol, field.tolerances(atol, H))
+        solver = _solver(method, coords, state, math.inf, *coords.tolerances(rtol), speed if log_chart else None)
         crossings, vanished = {}, False
         previous_loss = field.loss(dirs, logn, index)
         if start_loss is None:
             start_loss = previous_loss
+        after = coords.log_norms(state)
         while not vanished:
-            before = solver.y[-H:].copy()
+            before = after
             interpolant = _step(solver, f"cost minimization after the jump at t = {jump_time:.6g}")
-            after = solver.y[-H:]
+            after = coords.log_norms(solver.y)
             lowest = after.min()
             for j in np.nonzero((before >= 0) & (after < 0))[0] if lowest < 0 else ():
-                t = solver.t_old if before[j] == 0 else brentq(lambda t: interpolant(t)[-H + j], solver.t_old,
-                                                                solver.t, xtol=1e-14 * max(solver.t, 1))
-                crossings[j] = field.split(interpolant(t), H)[0][j].copy()
+                t = solver.t_old if before[j] == 0 else brentq(lambda t: coords.log_norms(interpolant(t))[j],
+                                                                solver.t_old, solver.t, xtol=1e-14 * max(solver.t, 1))
+                crossings[j] = coords.split(interpolant(t))[0][j].copy()
             if lowest < log_dormancy:
-                t = brentq(lambda t: interpolant(t)[-H:].min() - log_dormancy, solver.t_old, solver.t,
+                t = brentq(lambda t: coords.log_norms(interpolant(t)).min() - log_dormancy, solver.t_old, solver.t,
                            xtol=1e-14 * max(solver.t, 1))
                 state, vanished = interpolant(t), True
                 elapsed += t
@@ -251,15 +381,16 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
                 # the checks read the flow at the check time itself, from the step's interpolant, so that
                 # where a step ends does not depend on where the solver happened to put its steps
                 at_check = interpolant(check - elapsed) if check - elapsed > solver.t_old else solver.y
-                size, loss = gradient_size(at_check), field.loss(*field.split(at_check, H), index)
+                size, loss = coords.gradient_size(at_check), field.loss(*coords.split(at_check), index)
                 # Converged: the gradient has fallen by cost_tol, or the loss has settled (over the last
                 # doubling of time it fell by less than cost_tol² times its fall since the step began; near
                 # a nondegenerate minimum the two rules agree, the loss gap being quadratic in the
                 # distance). The second rule ends steps whose loss approaches an infimum that no finite
                 # parameters attain, where the gradient falls only like 1/t (chapter 06, an incomplete group).
                 if size <= cost_tol * g0 or previous_loss - loss <= cost_tol**2 * (start_loss - loss):
-                    dirs, logn = field.split(at_check, H)
-                    return index, dirs, logn, returned
+                    return (index, *coords.split(at_check), returned)
+                if (polished := coords.polish(at_check, cost_tol * g0, log_dormancy)) is not None:
+                    return (index, *coords.split(polished), returned)
                 previous_loss = loss
                 check = min(2.0 * check, max_cost_time)
             if elapsed + solver.t > max_cost_time:
@@ -267,7 +398,7 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
                     f"the cost step after the jump at t = {jump_time:.6g} did not converge within max_cost_time = "
                     f"{max_cost_time:g}: the active neurons {[int(i) for i in index]} still have a gradient "
                     f"{size / g0:.3g} of its initial size (cost_tol = {cost_tol:g})")
-        dirs, logn = field.split(state, H)
+        dirs, logn = coords.split(state)
         j = int(np.argmin(logn))
         neuron = int(index[j])
         # a neuron that never crossed inwards after activating left the unit sphere at once
@@ -292,11 +423,13 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     t_end : stop before a jump later than this time
     max_jumps : stop after this many jumps
     method, rtol, atol : :func:`scipy.integrate.solve_ivp` settings for utility maximization
-    cost_rtol : relative tolerance of the cost step's solver. Only the end of a cost step matters, the
-        critical point its flow settles at, not the path: a looser tolerance than ``rtol`` saves work
-        while ``cost_tol`` still fixes how close to that point the step ends (on the benchmark's
-        diagonal problem, jump times stay within 1e-12 of the closed form at 1e-5, and a restored
-        neuron's return from dormancy is timed to 1e-6; at 1e-4 it is not).
+    cost_rtol : relative tolerance of the cost step's solver (in a log chart, the absolute tolerance of
+        the logarithms). Only the end of a cost step matters, the critical point its flow settles at,
+        not the path: a looser tolerance than ``rtol`` saves work while ``cost_tol`` still fixes how
+        close to that point the step ends. In polar coordinates the path's error moves the neurons'
+        conserved quantities, and a restored neuron's return from dormancy was timed to 1e-6 at 1e-5
+        and not at 1e-4 (the diagonal network, before its cost steps moved to the log chart, where
+        the conserved quantities are exact at any tolerance).
     cost_method : solver for cost minimization; LSODA switches to a stiff method near the minimum,
         where explicit methods stall at their stability limit. Its Jacobian is built by finite
         differences, one evaluation per parameter of the active neurons: with many active neurons and
@@ -314,9 +447,11 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     dormant neurons a utility of that order. After the last real feature, such a neuron can still
     grow and activate, very late and with no drop in the loss (at t ≈ 4e12, against a last real jump
     at 801, on chapter 05's attention problem from α = 1e-3). Bound such runs with ``t_end`` or
-    ``max_jumps``: at such times a solver's steps can fall below the resolution of ``t`` (chapter 08's
-    orthogonal ReLU problem from α = 1e-12, at t ≈ 5e11 after two real jumps and one late one), and
-    the run raises a RuntimeError rather than step in place.
+    ``max_jumps``: at such times a solver's steps can fall below the resolution of ``t``, or overflow,
+    and the run raises a RuntimeError rather than step in place or go on from a NaN state. What happens
+    there is decided by rounding: on chapter 08's orthogonal ReLU problem from α = 1e-12, after two real
+    jumps and a late one at t ≈ 1.6e8, the next utility flow is exactly zero on one machine (the run ends,
+    ``"no utility"``) and meets the surrogate's kink at t ≈ 5e11 on another, where LSODA stalls.
 
     ``states[k]`` holds Θ (shape (H, P)) on level k, dormant neurons included at their current
     (small) size; ``active[k]`` the active neurons; ``deactivated[k-1]`` those that returned to

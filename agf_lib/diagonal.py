@@ -108,9 +108,9 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
             return phi * (minus_grad[:, None] * _CHART_SIGNS)
         return gradient
 
-    def log_gradient_function(self, X, y):
+    def log_gradient_function(self, X, y, index=None):
         # ∂U/∂p / p = −∇_β L and ∂U/∂q / q = ∇_β L, with 2β = p² − q² = e^{2s_p} − e^{2s_q}
-        half_xx, xy = _half_moments(X, y)
+        half_xx, xy = _half_moments(X if index is None else X[:, index], y)
 
         def gradient(s):
             squares = np.exp(2.0 * s)

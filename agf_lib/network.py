@@ -163,12 +163,17 @@ class TwoLayerNetwork:
             return self.chart_residual_gradient(all_phi, X, y, all_weights)[1][index]
         return gradient_of_subset
 
-    def log_gradient_function(self, X, y):
+    def log_gradient_function(self, X, y, index=None):
         """For a ``sign_preserving_chart``: the map ``s ↦ (∂U_i/∂φ_ik)/φ_ik`` at ``φ_ik = ±e^{s_ik}``, the
         residual being that of all neurons (shape (H, P) to (H, P)), prepared once for fixed data: the velocity
         of gradient flow in the logarithms of the chart coordinates at η = 1. It must not depend on the signs
         (the diagonal network's depends on p² and q² only), and is written without the division, so that a
-        coordinate whose ``e^{s}`` underflows keeps its velocity."""
+        coordinate whose ``e^{s}`` underflows keeps its velocity. With ``index``, the map of the neurons in
+        ``index`` alone, the others switched off, as in :meth:`gradient_function` (an AGF cost step).
+
+        The flow it defines must conserve linear functions of ``s`` only (the diagonal network's conserves
+        ``s_p + s_q = log|pq|`` for each neuron, and nothing else): AGF ends its cost steps with Newton steps
+        in the span of this map's Jacobian, which keep exactly the linear invariants."""
         raise NotImplementedError(f"{type(self).__name__} has no sign-preserving chart")
 
     def batched_weighted_output(self, phi, X, weights):
