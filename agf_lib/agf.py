@@ -300,30 +300,35 @@ class _LogChartCost:
 
         Each step solves ``J Δ = −v`` in least squares with ``Δ`` in the span of the Jacobian ``J`` (by forward
         differences), which is where the flow moves: a linear invariant ``wᵀs`` has ``wᵀv ≡ 0``, hence
-        ``wᵀJ = 0``, so the steps keep every one of them. The result is accepted only if the steps contract
-        from the first (the first below one in every logarithm, each below half the one before), the
-        gradient falls below ``target``, no neuron falls to the dormancy threshold, and the limit is stable
-        (the Jacobian in its span has eigenvalues of negative real part: a minimum on the invariant set,
-        not a saddle the flow would leave). Otherwise the solver goes on from ``state``."""
+        ``wᵀJ = 0``, so the steps keep every one of them. Once the steps are short (below 1e-2) the Jacobian
+        is kept (the chord method: one evaluation a step instead of one per coordinate). The result is
+        accepted only if the steps contract from the first (the first below one in every logarithm, each
+        below half the one before), the gradient falls below ``target``, no neuron falls to the dormancy
+        threshold, and the limit is stable (the Jacobian in its span has eigenvalues of negative real part:
+        a minimum on the invariant set, not a saddle the flow would leave). Otherwise the solver goes on
+        from ``state``."""
         s, previous, unit = state.copy(), 1.0, np.eye(state.size)
+        velocity, jac = self(0.0, s), None
         for _ in range(_NEWTON_STEPS):
-            velocity = self(0.0, s)
-            shifts = 1e-7 * np.maximum(1.0, np.abs(s))
-            jac = np.column_stack([(self(0.0, s + shift * e) - velocity) / shift for shift, e in zip(shifts, unit)])
-            left, singular, _ = np.linalg.svd(jac)
-            span = left[:, :int(np.sum(singular > 1e-10 * singular[0]))]
-            step = span @ np.linalg.lstsq(jac @ span, -velocity, rcond=None)[0]
+            if jac is None or previous > 0.5e-2:
+                shifts = 1e-7 * np.maximum(1.0, np.abs(s))
+                jac = np.column_stack([(self(0.0, s + shift * e) - velocity) / shift for shift, e in zip(shifts, unit)])
+                left, singular, _ = np.linalg.svd(jac)
+                span = left[:, :int(np.sum(singular > 1e-10 * singular[0]))]
+                solve = span @ np.linalg.pinv(jac @ span)
+            step = solve @ -velocity
             size = float(np.abs(step).max())
             if size > previous:
                 return None
             s, previous = s + step, 0.5 * size
-            if self.gradient_size(s) <= target:
+            velocity = self(0.0, s)
+            if self._gradient_size(s, velocity) <= target:
                 stable = np.linalg.eigvals(span.T @ jac @ span).real.max() < 0
                 return s if stable and self.log_norms(s).min() > log_dormancy else None
         return None
 
 
-_NEWTON_STEPS = 8          # at most, in one try of a cost step's polish
+_NEWTON_STEPS = 12         # at most, in one try of a cost step's polish
 
 
 def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method, rtol, atol, cost_tol,
@@ -332,8 +337,8 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
 
     The gradient and the loss are checked at times growing geometrically, on the solver's interpolant at
     exactly those times, and the step ends at the state of the check that met a rule; the norms are read
-    after every step. In a log chart (:class:`_LogChartCost`) the step's start and every check first
-    try to end the step with Newton's method. Returns the neurons still active
+    after every step. In a log chart (:class:`_LogChartCost`) the step's start, and every check where the
+    gradient has halved since the last try, first try to end the step with Newton's method. Returns the neurons still active
     with their ``(dirs, logn)``, and a dict ``{neuron: direction}`` of those that returned to dormancy,
     with their direction at their last inward crossing of the unit sphere (where ``ℓ = 0``). Raises
     :class:`CostStepError` when the gradient has not fallen by ``cost_tol`` within ``max_cost_time``.
@@ -352,6 +357,7 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
             return index, dirs, logn, returned
         if (polished := coords.polish(state, cost_tol * g0, log_dormancy)) is not None:
             return (index, *coords.split(polished), returned)
+        declined = size        # Newton's method is tried again once the gradient has halved
         speed = coords.speed(state)
         # the first check after one time unit of the flow's speed, or, after a neuron left, at twice the
         # time spent so far (the doubling the checks follow anyway)
@@ -389,8 +395,10 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
                 # parameters attain, where the gradient falls only like 1/t (chapter 06, an incomplete group).
                 if size <= cost_tol * g0 or previous_loss - loss <= cost_tol**2 * (start_loss - loss):
                     return (index, *coords.split(at_check), returned)
-                if (polished := coords.polish(at_check, cost_tol * g0, log_dormancy)) is not None:
-                    return (index, *coords.split(polished), returned)
+                if size <= 0.5 * declined:
+                    if (polished := coords.polish(at_check, cost_tol * g0, log_dormancy)) is not None:
+                        return (index, *coords.split(polished), returned)
+                    declined = size
                 previous_loss = loss
                 check = min(2.0 * check, max_cost_time)
             if elapsed + solver.t > max_cost_time:

@@ -34,7 +34,7 @@ def three_coordinate_problem():
 @pytest.mark.parametrize("alpha", [1e-6, 1e-10])
 @pytest.mark.parametrize("problem", ["regression_problem", "three_coordinate_problem"])
 def test_generic_agf_matches_closed_form_diagonal_agf(problem, alpha, request):
-    """Measured: times agree to 6e-14 and levels to 7e-16 on both problems (2.6e-8 and 1e-14 with the cost
+    """Measured: times agree to 8.5e-11 and levels to 8e-16 on both problems (2.6e-8 and 1e-14 with the cost
     steps in polar coordinates); for dormant coordinates that reverse sign and for returns to dormancy, see
     the tests below."""
     X, y = request.getfixturevalue(problem)
@@ -55,9 +55,9 @@ def test_generic_agf_matches_closed_form_diagonal_agf(problem, alpha, request):
 def test_generic_agf_returns_the_redundant_coordinate_to_dormancy(deactivation_problem, alpha):
     """Coordinate 2 returns to dormancy and comes back with the other sign. Restored at norm one, its
     direction must still hold u² − v² = 2α²: in plain coordinates the last jump was off by 1.6e-3 at
-    α = 1e-6; in the diagonal network's chart, measured 4.3e-13 at 1e-4 and 1.5e-7 at 1e-10. At 1e-10 the cost
+    α = 1e-6; in the diagonal network's chart, measured 9.8e-9 at 1e-4 and 1.5e-7 at 1e-10. At 1e-10 the cost
     step after the third jump ends, by its rule, with a gradient just under cost_tol, and the restored
-    neuron, leaving the flat bottom of its log-norm, magnifies that residual into its time (1e-14 at
+    neuron, leaving the flat bottom of its log-norm, magnifies that residual into its time (3e-13 at
     cost_tol = 1e-12)."""
     X, y = deactivation_problem
     exact = diagonal.agf_staircase(X, y, alpha=alpha)
@@ -73,7 +73,7 @@ def test_generic_agf_returns_the_redundant_coordinate_to_dormancy(deactivation_p
 def test_generic_agf_times_a_return_to_dormancy_to_the_engines_stated_accuracy(deactivation_problem, alpha):
     """The engine's docstring states returns to dormancy are timed to 1e-7 down to α = 1e-100: coordinate 2
     activates, is dropped at the third jump and comes back with the other sign. Measured largest relative
-    time error 3.3e-14 at every α (1.1e-8 with the cost steps in polar coordinates; below 1e-85 it once
+    time error 9.8e-9 at every α (1.1e-8 with the cost steps in polar coordinates; below 1e-85 it once
     failed: a direction component of 1e-163 was squared to zero in the closed-form utility phase, and the
     cost step's solver then saw an exact zero)."""
     X, y = deactivation_problem
@@ -90,7 +90,7 @@ def test_generic_agf_times_a_sign_reversal_of_a_dormant_coordinate(sign_reversal
     """Coordinate 2 climbs to ψ = 0.3 ψ*(α) while coordinate 1 activates, then must cross back to −ψ*(α).
     In plain (u, v) coordinates this failed (3e-2 at α = 1e-30, 0.24 at 1e-100): the direction cannot hold
     u² − v² = 2α² at |ψ| ≳ 18. In the diagonal network's chart it is a coordinate of its own; measured
-    error 1.4e-13 at every α (6e-10 with the cost steps in polar coordinates)."""
+    error 4.1e-10 at every α (6e-10 with the cost steps in polar coordinates)."""
     X, y = sign_reversal_problem
     exact = diagonal.agf_staircase(X, y, alpha=alpha)
     np.testing.assert_allclose(exact.times, diagonal.activation_threshold(alpha) * np.array([0.0, 1.0, 3.6]),
@@ -104,7 +104,7 @@ def test_generic_agf_times_a_sign_reversal_of_a_dormant_coordinate(sign_reversal
 def test_generic_agf_keeps_every_diagonal_neurons_conserved_quantity(alpha):
     """Gradient flow conserves u_i² − v_i² = 2p_iq_i (2α² from the paper's start). The cost steps integrate
     log|p| and log|q|, whose sum no solver step, interpolant or Newton step changes, so every level keeps
-    it to the rounding of (u, v): measured 2.3e-10 at α = 1e-3 (polar cost steps at cost_rtol 1e-5 drifted
+    it to the rounding of (u, v): measured 2.9e-10 at α = 1e-3 (polar cost steps at cost_rtol 1e-5 drifted
     by 8.6e-6); at α = 1e-6 (u − v ≈ 1e-12 beside u ≈ 1) rounding alone is 1e-4 of it."""
     X, y = make_regression(3, 40, 6, correlation=0.5)
     staircase = generic_diagonal_agf(X, y, alpha)
@@ -126,8 +126,8 @@ def test_log_chart_cost_steps_land_where_the_polar_ones_do(name, alpha):
     """Issue 11 asks that a faster cost step stay at the critical point gradient flow reaches, checked against
     the implementation it replaces: on the book's diagonal problems, the staircase with cost steps in the log
     chart (ended by Newton's method) and the one with cost steps integrated in polar coordinates to cost_tol.
-    Same order, active sets and returns to dormancy; the largest differences measured were 8.9e-8 in times
-    (diagonal-dormancy at 1e-3, the polar run's conserved quantity having drifted with its cost_rtol) and
+    Same order, active sets and returns to dormancy; the largest differences measured were 4.4e-8 in times
+    (diagonal-dormancy at 1e-6, the polar run's conserved quantity having drifted with its cost_rtol) and
     1.1e-14 in levels (the sign-reversal problem's last level is an exact fit: 1e-29 and 1e-19, both zero)."""
     problem = problems.get(name)
     X, y = problem.data
