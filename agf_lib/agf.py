@@ -260,8 +260,8 @@ class _LogChartCost:
     """The state of a cost step in the logarithms ``s`` of the chart coordinates, for a network with a
     ``sign_preserving_chart`` (:class:`LogChartField`). The flow there conserves linear functions of ``s``
     (the diagonal network's ``s_p + s_q = log|pq|``, which fixes where a neuron's imprint ``q`` ends), and
-    every solver step, every interpolant and every Newton step below keeps them exactly, whatever the
-    tolerance: only the end of the step is loose, and :meth:`polish` makes it exact."""
+    every solver step, every interpolant and every Newton step below keeps them to rounding, whatever the
+    tolerance: the path may be loose, and :meth:`polish` makes its end exact."""
 
     def __init__(self, field, index, dirs):
         self.field, self.index, self.H = field, index, len(index)
@@ -298,32 +298,32 @@ class _LogChartCost:
     def polish(self, state, target, log_dormancy):
         """The flow's limit by Newton's method on ``v(s) = 0``, or ``None`` when the state is not yet in its basin.
 
-        Each step solves ``J Δ = −v`` in least squares with ``Δ`` in the span of the Jacobian ``J`` (by forward
-        differences), which is where the flow moves: a linear invariant ``wᵀs`` has ``wᵀv ≡ 0``, hence
-        ``wᵀJ = 0``, so the steps keep every one of them. Once the steps are short (below 1e-2) the Jacobian
-        is kept (the chord method: one evaluation a step instead of one per coordinate). The result is
-        accepted only if the steps contract from the first (the first below one in every logarithm, each
-        below half the one before), the gradient falls below ``target``, no neuron falls to the dormancy
-        threshold, and the limit is stable (the Jacobian in its span has eigenvalues of negative real part:
-        a minimum on the invariant set, not a saddle the flow would leave). Otherwise the solver goes on
-        from ``state``."""
-        s, previous, unit = state.copy(), 1.0, np.eye(state.size)
-        velocity, jac = self(0.0, s), None
+        Each step solves ``J Δ = −v`` with ``Δ`` in the span of the Jacobian ``J`` (by forward differences),
+        which is where the flow moves: a linear invariant ``wᵀs`` has ``wᵀv ≡ 0``, hence ``wᵀJ = 0``, so
+        ``v`` and the steps lie in the span, and the steps keep every invariant. After a short step (below
+        1e-2 in every logarithm) the Jacobian is kept (the chord method: one evaluation a step instead of
+        one per coordinate). The result is accepted only if the steps contract from the first (the first
+        below one, each below half the one before), the gradient falls below ``target``, no neuron falls
+        to the dormancy threshold, and the limit is stable (the Jacobian in its span has eigenvalues of
+        negative real part: a minimum on the invariant set, not a saddle the flow would leave). Otherwise
+        the solver goes on from ``state``."""
+        s, size, bound, unit = state.copy(), math.inf, 1.0, np.eye(state.size)
+        velocity = self(0.0, s)
         for _ in range(_NEWTON_STEPS):
-            if jac is None or previous > 0.5e-2:
+            if size > 1e-2:
                 shifts = 1e-7 * np.maximum(1.0, np.abs(s))
                 jac = np.column_stack([(self(0.0, s + shift * e) - velocity) / shift for shift, e in zip(shifts, unit)])
                 left, singular, _ = np.linalg.svd(jac)
                 span = left[:, :int(np.sum(singular > 1e-10 * singular[0]))]
-                solve = span @ np.linalg.pinv(jac @ span)
-            step = solve @ -velocity
+                reduced = span.T @ jac @ span        # J on its span, which it maps into itself
+            step = span @ np.linalg.solve(reduced, -(span.T @ velocity))
             size = float(np.abs(step).max())
-            if size > previous:
+            if size > bound:
                 return None
-            s, previous = s + step, 0.5 * size
+            s, bound = s + step, 0.5 * size
             velocity = self(0.0, s)
             if self._gradient_size(s, velocity) <= target:
-                stable = np.linalg.eigvals(span.T @ jac @ span).real.max() < 0
+                stable = np.linalg.eigvals(reduced).real.max() < 0
                 return s if stable and self.log_norms(s).min() > log_dormancy else None
         return None
 
@@ -338,10 +338,11 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
     The gradient and the loss are checked at times growing geometrically, on the solver's interpolant at
     exactly those times, and the step ends at the state of the check that met a rule; the norms are read
     after every step. In a log chart (:class:`_LogChartCost`) the step's start, and every check where the
-    gradient has halved since the last try, first try to end the step with Newton's method. Returns the neurons still active
-    with their ``(dirs, logn)``, and a dict ``{neuron: direction}`` of those that returned to dormancy,
-    with their direction at their last inward crossing of the unit sphere (where ``ℓ = 0``). Raises
-    :class:`CostStepError` when the gradient has not fallen by ``cost_tol`` within ``max_cost_time``.
+    gradient has halved since the last try, first try to end the step with Newton's method. Returns the
+    neurons still active with their ``(dirs, logn)``, and a dict ``{neuron: direction}`` of those that
+    returned to dormancy, with their direction at their last inward crossing of the unit sphere (where
+    ``ℓ = 0``). Raises :class:`CostStepError` when the gradient has not fallen by ``cost_tol`` within
+    ``max_cost_time``.
     """
     returned = {}
     g0, start_loss, elapsed = None, None, 0.0
