@@ -8,7 +8,8 @@ On the book's standard diagonal-network problem (``common.py``), at α = 1e-6 an
      options, up to 1.2 × the last jump): time to get the staircase vs time to get the trajectory,
      and ``Staircase.compare(trajectory)``, the per-jump time and level errors of GF against AGF.
 
-Each timing is the best of a few runs (``--repeats``; the closed form, a few ms, of many more).
+Each timing is the best of at least ``--repeats`` runs, and of as many as fit in 0.3 s
+(``common.best_of``; the closed form, under a millisecond, of at least 50).
 Ends by printing the key ratio: gradient-flow time / numerical-AGF time at α = 1e-12.
 
     python benchmarks/bench_agf.py            # full run, ~30 s

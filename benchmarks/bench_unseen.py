@@ -15,8 +15,8 @@ jump, 250). On each it runs, one after the other:
 
 and reports, against the issue's bars: GD / GF ≥ 10×, GF at the loosest rtol whose loss error is at
 most 1e-3; GF / raw ≤ 2× at the same tolerances;
-GF / AGF ≥ 5× with AGF within 1e-6 of the closed form in times and levels. Timings are the best of
-``--repeats`` runs (gradient descent runs once).
+GF / AGF ≥ 5× with AGF within 1e-6 of the closed form in times and levels. Timings are the best of at
+least ``--repeats`` runs, and of as many as fit in 0.3 s (``common.best_of``; gradient descent runs once).
 
     python benchmarks/bench_unseen.py                    # seeds 2026–2030, about a minute
     python benchmarks/bench_unseen.py --seeds 7 8 9      # problems of your choice
