@@ -25,7 +25,8 @@ Each run's loss is compared with the reference at the run's own sample times (ma
 Printed ratios: (b)/(a) at the defaults and at equal accuracy (the loosest (a) whose error is at most
 (b)'s and at most 1e-3), and (a)/(c) at the same tolerances and at equal accuracy (the loosest (c)
 whose error is at most (a)'s). Wall times vary with the machine's load; the ratios come from runs made
-one after the other in the same process.
+one after the other in the same process, (a) and (c) each the best of at least three runs and of as many
+as fit in 0.3 s (``common.best_of``), (b) run once (it takes seconds).
 
     python benchmarks/bench_gradient_flow.py            # full run, about a minute
     python benchmarks/bench_gradient_flow.py --quick    # smoke run: short horizons, seconds
@@ -43,9 +44,10 @@ from scipy.integrate import solve_ivp
 import agf_lib
 from agf_lib import dft, diagonal, linear, modular
 
-from common import describe_problem, diagonal_problem, machine, max_relative_error, table, timed
+from common import best_of, describe_problem, diagonal_problem, machine, max_relative_error, table, timed
 
 GD_ETA = 1e-3
+REPEATS = 3            # timings of (a) and (c): best of at least this many runs (common.best_of)
 GD_SAMPLES = 20000     # loss recorded every ~T/GD_SAMPLES of GF time, fine enough to resolve each drop
 REFERENCE_TOL = dict(rtol=1e-12, atol=1e-14)
 GF_RTOLS = (1e-9, 1e-7, 1e-5, 1e-4)
@@ -215,8 +217,8 @@ def run_problem(setup, quick):
 
     gf_runs = {}
     for rtol in GF_RTOLS:
-        trajectory, seconds = timed(agf_lib.gradient_flow, setup["network"], setup["data"], setup["theta0"], t_end,
-                                    rtol=rtol)
+        trajectory, seconds = best_of(REPEATS, agf_lib.gradient_flow, setup["network"], setup["data"], setup["theta0"],
+                                      t_end, rtol=rtol)
         gf_runs[rtol] = (seconds, error_against(reference, trajectory.times, trajectory.losses))
         rows.append([f"(a) agf_lib.gradient_flow, rtol {rtol:g}" + (" (default)" if rtol == 1e-9 else ""),
                      f"{seconds:.3f}", f"{trajectory.evaluations} evals", f"{gf_runs[rtol][1]:.1e}"])
@@ -230,7 +232,7 @@ def run_problem(setup, quick):
 
     raw_runs = {}
     for rtol, atol in RAW_TOLS:
-        (sol, times, losses), seconds = timed(raw_solve, setup, t_end, rtol, atol)
+        (sol, times, losses), seconds = best_of(REPEATS, raw_solve, setup, t_end, rtol, atol)
         raw_runs[rtol, atol] = (seconds, error_against(reference, times, losses))
         rows.append([f"(c) SciPy DOP853, raw coordinates, rtol {rtol:g}, atol {atol:g}", f"{seconds:.3f}",
                      f"{sol.nfev} evals", f"{raw_runs[rtol, atol][1]:.1e}"])
