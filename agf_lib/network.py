@@ -171,9 +171,9 @@ class TwoLayerNetwork:
         coordinate whose ``e^{s}`` underflows keeps its velocity. With ``index``, the map of the neurons in
         ``index`` alone, the others switched off, as in :meth:`gradient_function` (an AGF cost step).
 
-        The flow it defines must conserve linear functions of ``s`` only (the diagonal network's conserves
-        ``s_p + s_q = log|pq|`` for each neuron, and nothing else): AGF ends its cost steps with Newton steps
-        in the span of this map's Jacobian, which keep exactly the linear invariants."""
+        What the flow it defines conserves must be linear in ``s`` (the diagonal network's flow conserves
+        ``s_p + s_q = log|pq|`` for each neuron): AGF ends its cost steps with Newton steps in the span of
+        this map's Jacobian, which keep linear invariants exactly and would move any other."""
         raise NotImplementedError(f"{type(self).__name__} has no sign-preserving chart")
 
     def batched_weighted_output(self, phi, X, weights):

@@ -292,7 +292,7 @@ def test_a_solver_stalled_below_the_resolution_of_t_raises_instead_of_stepping_i
     with pytest.raises(RuntimeError, match=r"^cost minimization stalled at t = 5e\+11: its steps \(0\) fell below"):
         agf_module._step(stalled, "cost minimization")
     moving = _StubSolver(5e11, lambda t: t + 1.0, [0.0, 1.0])
-    agf_module._step(moving, "cost minimization")           # a step of 1 at 5e11 is 8 000 spacings: accepted
+    agf_module._step(moving, "cost minimization")           # a step of 1 at 5e11 is 16 384 spacings: accepted
     assert moving.t == 5e11 + 1.0
 
 
