@@ -459,8 +459,9 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     ``max_jumps``: at such times a solver's steps can fall below the resolution of ``t``, or overflow,
     and the run raises a RuntimeError rather than step in place or go on from a NaN state. What happens
     there is decided by rounding: on chapter 08's orthogonal ReLU problem from α = 1e-12, after two real
-    jumps and a late one at t ≈ 1.6e8, the next utility flow is exactly zero on one machine (the run ends,
-    ``"no utility"``) and meets the surrogate's kink at t ≈ 5e11 on another, where LSODA stalls.
+    jumps and a late one at t ≈ 1.6e8, runs with different BLAS kernels or thread counts found the next
+    utility flow exactly zero (the run ends, ``"no utility"``), took a fourth late jump at t ≈ 2.6e8, or
+    stalled at t ≈ 5e11 or 2e13.
 
     ``states[k]`` holds Θ (shape (H, P)) on level k, dormant neurons included at their current
     (small) size; ``active[k]`` the active neurons; ``deactivated[k-1]`` those that returned to

@@ -317,7 +317,9 @@ def test_lsoda_starting_from_a_zero_velocity_takes_a_finite_first_step():
 def test_a_run_past_the_last_real_jump_ends_or_raises_and_never_steps_in_place():
     """On chapter 08's orthogonal ReLU problem from α = 1e-12 the data are fit after two jumps; a late neuron
     then grows on the leftover residual. Past it, what the next utility flow does is decided by rounding (see
-    the engine's docstring): the run must end with a reason, or raise, within two minutes."""
+    the engine's docstring; on one AMD EPYC machine: "no utility" with two BLAS threads, a stall at t ≈ 2e13
+    with one, a fourth late jump with OPENBLAS_CORETYPE=SkylakeX): the run must end with a reason, or raise,
+    within two minutes."""
     problem = problems.get("relu-orthogonal")
     options = {**problem.options, **problem.agf_options}
     theta0 = problem.initial_theta(1e-12)
