@@ -139,6 +139,21 @@ def test_log_chart_cost_steps_land_where_the_polar_ones_do(name, alpha):
     np.testing.assert_allclose(fast.losses, polar.losses, rtol=1e-12, atol=1e-15 * polar.losses[0])
 
 
+@pytest.mark.parametrize("name", ["diagonal-dormancy", "linear-noncommuting"])
+def test_the_learning_rate_only_rescales_agf_time(name):
+    """Both flows of AGF are ``η`` times a field of Θ alone, so η = 2 must give the same staircase at half the
+    times: through log-chart cost steps ended by Newton's method and a return to dormancy (diagonal), and
+    through polar cost steps (fully connected). Measured: identical to the last bit on both."""
+    problem = problems.get(name)
+    options = {**problem.options, **problem.agf_options}
+    theta0 = problem.initial_theta(1e-6)
+    plain = alternating_gradient_flow(problem.network, problem.data, theta0, max_jumps=4, **options)
+    doubled = alternating_gradient_flow(problem.network, problem.data, theta0, eta=2.0, max_jumps=4, **options)
+    assert doubled.order == plain.order and doubled.deactivated == plain.deactivated
+    np.testing.assert_allclose(2.0 * doubled.times, plain.times, rtol=1e-10)
+    np.testing.assert_allclose(doubled.losses, plain.losses, rtol=1e-12)
+
+
 def _log_chart_cost(X, y, index, beta, invariant):
     """The cost step's coordinates for the diagonal neurons ``index`` at the values ``beta`` with
     ``p q = invariant``, and the state: p² = β + √(β² + c²) (so that p² − q² = 2β; for β < 0 written as
