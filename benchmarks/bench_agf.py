@@ -12,7 +12,7 @@ Each timing is the best of at least ``--repeats`` runs, and of as many as fit in
 (``common.best_of``; the closed form, under a millisecond, of at least 50).
 Ends by printing the key ratio: gradient-flow time / numerical-AGF time at α = 1e-12.
 
-    python benchmarks/bench_agf.py            # full run, ~30 s
+    python benchmarks/bench_agf.py            # full run, ~5 s
     python benchmarks/bench_agf.py --quick    # smoke run: α = 1e-6 only, one repeat
 """
 
