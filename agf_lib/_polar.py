@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PolarField", "LogChartField", "batched_losses", "to_polar", "pack"]
+__all__ = ["PolarField", "LogChartField", "batched_losses", "log_chart_applies", "to_polar", "pack"]
 
 
 def to_polar(theta, name="theta0"):
@@ -134,6 +134,11 @@ class PolarField:
         out = self._into(np.empty(dirs.size + H), self.utility_gradient(dirs, logn, residual, index), dirs, logn, H)
         return out[:-H].reshape(H, -1), out[-H:]
 
+    def speed(self, dirs, logn, residual, index):
+        """The largest speed ``‖(dθ̄_i/dt, dℓ_i/dt)‖`` over the neurons in ``index``: the time scale of a phase."""
+        d_dirs, d_logn = self.velocity(dirs, logn, residual, index)
+        return float(np.sqrt((d_dirs**2).sum(1) + d_logn**2).max())
+
     @staticmethod
     def split(state, H):
         dirs = state[:-H].reshape(H, -1)
@@ -170,6 +175,12 @@ class PolarField:
         """Θ in the network's own coordinates at each column of ``states``, shape (T, H, P)."""
         H = self.network.num_neurons
         return np.stack([self.params(*self.split(state, H)) for state in states.T])
+
+
+def log_chart_applies(network, phi):
+    """Whether the engines integrate chart coordinates ``phi`` (shape (H, P)) in their logarithms: the network
+    has a ``sign_preserving_chart`` and no coordinate is zero (a zero stays zero and has no logarithm)."""
+    return network.sign_preserving_chart and bool(np.all(phi != 0))
 
 
 def half_log_sum_exp2(s):

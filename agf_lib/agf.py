@@ -45,7 +45,7 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-from ._polar import LogChartField, PolarField, half_log_sum_exp2, pack, to_polar
+from ._polar import LogChartField, PolarField, half_log_sum_exp2, log_chart_applies, pack, to_polar
 from .flow import SOLVER_CLASSES, check_network, check_solver, single_thread, unpack_data
 from .results import Staircase
 from .validation import check_max_jumps, check_positive
@@ -66,9 +66,9 @@ def _solver(method, fun, state, t_bound, rtol, atol, speed=None):
     velocity, and with ``t_bound = ∞`` and a small velocity (a utility flow that is zero, a log chart
     held to 100ε relatively) it can be a step to t = ∞: its corrector fails until it gives up, or it
     returns a NaN state. The other methods' guesses are bounded by their first error estimate. Polar
-    cost steps keep LSODA's guess: they start from a neuron at norm one, which moves, and the book's
-    results were measured with it (at α = 1e-16 the last jump of chapter 01's fully connected problem
-    moves by 1% with the cost step's path, in the float64 limit that :mod:`agf_lib.flow` states)."""
+    cost steps keep LSODA's guess: they start from a neuron at norm one, which moves, and their results
+    were measured with it (in the float64 limit that :mod:`agf_lib.flow` states they move with the
+    step's path: at α = 1e-16, the last jump of chapter 01's fully connected problem by 1%)."""
     options = {}
     if method == "LSODA" and speed is not None:
         options["first_step"] = min(1e-2 / max(speed, 1e-300), t_bound)
@@ -111,8 +111,7 @@ def _utility_phase(field, residual, index, dirs, logn, t_budget, method, rtol, a
     times growing geometrically; the norms after every step.
     """
     H = len(index)
-    d_dirs, d_logn = field.velocity(dirs, logn, residual, index)
-    speed = float(np.sqrt((d_dirs**2).sum(1) + d_logn**2).max())
+    speed = field.speed(dirs, logn, residual, index)
     check = 10.0 / max(speed, 1e-300)
     solver = _solver(method, lambda t, s: field(s, index, residual), pack(dirs, logn), t_budget, rtol,
                      field.tolerances(atol, H), speed)
@@ -238,9 +237,7 @@ class _PolarCost:
 
     def speed(self, state):
         dirs, logn = self.split(state)
-        d_dirs, d_logn = self.field.velocity(dirs, logn, self.field.y - self.field.outputs(dirs, logn, self.index),
-                                             self.index)
-        return float(np.sqrt((d_dirs**2).sum(1) + d_logn**2).max())
+        return self.field.speed(dirs, logn, self.field.y - self.field.outputs(dirs, logn, self.index), self.index)
 
     def gradient_size(self, state):
         """``‖∇U_i(θ̄_i; r)‖`` over the active neurons: zero exactly at a critical point of the loss, and not
@@ -348,7 +345,7 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
     g0, start_loss, elapsed = None, None, 0.0
     while len(index):
         H = len(index)
-        log_chart = field.network.sign_preserving_chart and np.all(dirs != 0)
+        log_chart = log_chart_applies(field.network, dirs)
         coords = _LogChartCost(field, index, dirs) if log_chart else _PolarCost(field, index, atol)
         state = coords.state(dirs, logn)
         size = coords.gradient_size(state)

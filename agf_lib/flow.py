@@ -49,7 +49,7 @@ import numpy as np
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau, solve_ivp
 from tqdm import tqdm
 
-from ._polar import LogChartField, PolarField, pack, to_polar
+from ._polar import LogChartField, PolarField, log_chart_applies, pack, to_polar
 from .network import TwoLayerNetwork
 from .results import Trajectory
 from .validation import check_num_samples, check_positive
@@ -173,7 +173,7 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     check_solver(method)
     check_num_samples(num_samples)
     phi0 = network.to_chart(theta0)
-    if network.sign_preserving_chart and np.all(phi0 != 0):
+    if log_chart_applies(network, phi0):
         field = LogChartField(network, X, y, phi0, eta=eta)
         state0, (solver_rtol, solver_atol) = field.state0, field.tolerances(rtol)
     else:
