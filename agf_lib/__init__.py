@@ -6,7 +6,7 @@ types and their time unit, the network abstraction, the two engines, the escape-
 (``agf_lib.problems``), and the input checks every module shares (``agf_lib.validation``).
 """
 
-from . import attention, dft, diagonal, escape, linear, modular, plotting, validation
+from . import attention, book, dft, diagonal, escape, linear, modular, plotting, validation
 from . import groups, relu
 from . import problems
 from .agf import CostStepError, alternating_gradient_flow
@@ -30,6 +30,7 @@ __all__ = [
     "alternating_gradient_flow",
     "CostStepError",
     "attention",
+    "book",
     "dft",
     "diagonal",
     "escape",

@@ -1,10 +1,11 @@
 """One figure standard for the whole book, and the plots every chapter draws.
 
-The standard, in numbers. The book's content column is about 680 CSS px wide at a 1280 px window, so a
-figure is laid out for a column of ``COLUMN_WIDTH_IN`` = 6.8 in at 100 CSS px per inch and saved at
-``DPI`` = 200 (twice that, sharp on high-density screens). A figure that fills the column is then shown
-at half its pixel size, and text of ``MIN_FONT_PT`` = 8 pt is 8 / 72 × 100 ≈ 11 px tall on the page;
-``tests/test_book.py`` measures every image of the built book in Chromium and fails below 8 px.
+The standard, in numbers. A column-wide figure is laid out ``COLUMN_WIDTH_IN`` = 5 in wide and saved
+at ``DPI`` = 200. The page shows it at most ``MAX_SHOWN_PX`` = 560 CSS px wide (``_static/outputs.css``)
+and, on a phone, as wide as the text (about 342 px at a 390 px screen). Text of ``MIN_FONT_PT`` = 9 pt
+is then 9 / 72 × 560 / 5 ≈ 14 px tall on a desktop and 9 / 72 × 342 / 5 ≈ 8.6 px on a phone;
+``tests/test_book.py`` measures every image of the built book in Chromium at both widths and fails
+below 8 px. Legends go below the panels by default, where they take no width from the data.
 
 How a chapter draws a figure::
 
@@ -13,7 +14,8 @@ How a chapter draws a figure::
     fig, ax = plotting.figure()               # one panel, column wide
     fig, axes = plotting.figure(nrows=2)      # two panels stacked: each stays column wide on a phone
     ...
-    plotting.legend_outside(ax)               # legend right of the data, never on top of it
+    plotting.legend_outside(ax)               # legend below the data, never on top of it
+    plotting.colorbar(image, ax, label="...") # every heatmap says what its colors measure
 
 Figures made by :func:`figure` are :class:`BookFigure` objects. Once :func:`use_style` has run in a
 notebook, they are displayed as PNG at ``DPI``, with the smallest font size of their text written into
@@ -48,24 +50,29 @@ __all__ = [
     "smallest_font_pt",
     "png_bytes",
     "alpha_colors",
+    "alpha_label",
+    "colorbar",
     "plot_staircase",
     "plot_losses",
     "mark_jumps",
 ]
 
-COLUMN_WIDTH_IN = 6.8
-"""Width of the book's content column in inches, at 100 CSS px per inch (680 px at a 1280 px window)."""
+COLUMN_WIDTH_IN = 5.0
+"""Width of a column-wide figure in inches (shown at most ``MAX_SHOWN_PX`` wide, the text's width on a phone)."""
+
+MAX_SHOWN_PX = 560
+"""The widest a figure is shown on the page, in CSS px (``_static/outputs.css``)."""
 
 DPI = 200
-"""Pixels per inch of saved figures: two image pixels per CSS px when a figure fills the column."""
+"""Pixels per inch of saved figures: sharp at ``MAX_SHOWN_PX`` on high-density screens."""
 
-MIN_FONT_PT = 8.0
-"""The smallest font size in the style (tick labels, legends): about 11 CSS px on the page."""
+MIN_FONT_PT = 9.0
+"""The smallest font size in the style (tick labels, legends): about 14 CSS px on a desktop, 8.6 on a phone."""
 
 MIN_FONT_KEY = "agf-min-font-pt"
 """PNG text key under which a figure's smallest font size (pt) is stored."""
 
-PANEL_HEIGHT_IN = 2.8
+PANEL_HEIGHT_IN = 2.4
 """Default height of one row of panels."""
 
 MAX_COLUMNS = 2
@@ -78,9 +85,9 @@ STYLE = {
     "figure.constrained_layout.use": True,
     "savefig.bbox": "tight",
     "savefig.pad_inches": 0.04,
-    "font.size": 9,
+    "font.size": 10,
     "axes.titlesize": 10,
-    "axes.labelsize": 9,
+    "axes.labelsize": 10,
     "xtick.labelsize": MIN_FONT_PT,
     "ytick.labelsize": MIN_FONT_PT,
     "legend.fontsize": MIN_FONT_PT,
@@ -226,9 +233,10 @@ def figure(nrows=1, ncols=1, *, width=COLUMN_WIDTH_IN, panel_height=PANEL_HEIGHT
     return fig, axes
 
 
-def legend_outside(target, *, where="right", ncols=None, **legend_kw):
-    """A legend that covers no data: right of the axes (``where="right"``) or below the figure's panels
-    (``where="below"``, one legend for the whole figure, the entries in ``ncols`` columns).
+def legend_outside(target, *, where="below", ncols=None, **legend_kw):
+    """A legend that covers no data: below the figure's panels (``where="below"``, the default: it takes
+    no width from the data on a phone; entries in ``ncols`` columns, at most 3 by default) or right of
+    the axes (``where="right"``, for a legend of one or two short entries).
 
     ``target`` is an Axes (its own handles) or a Figure (the handles of all its axes, each label once).
     Returns the ``Legend``. Constrained layout makes room for it.
@@ -254,11 +262,15 @@ def legend_outside(target, *, where="right", ncols=None, **legend_kw):
             return fig.legend(handles, labels, loc="outside right upper", **legend_kw)
         return target.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
                              **legend_kw)
-    ncols = ncols if ncols is not None else min(len(handles), 4)
+    ncols = ncols if ncols is not None else min(len(handles), 3)
     if isinstance(target, Figure):
         return fig.legend(handles, labels, loc="outside lower center", ncols=ncols, **legend_kw)
-    return target.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=ncols,
-                         borderaxespad=0.0, **legend_kw)
+    # below the axes' own tick labels and x label, a fixed distance in inches, which layout changes keep
+    fig.draw_without_rendering()
+    below = (target.get_window_extent().y0 - target.get_tightbbox().y0) / fig.dpi + 0.05
+    anchor = target.transAxes + mpl.transforms.ScaledTranslation(0, -below, fig.dpi_scale_trans)
+    return target.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=anchor,
+                         ncols=ncols, borderaxespad=0.0, **legend_kw)
 
 
 def alpha_colors(alphas, *, cmap="viridis"):
@@ -267,6 +279,41 @@ def alpha_colors(alphas, *, cmap="viridis"):
     span = np.ptp(logs) if logs.size > 1 else 1.0
     positions = 0.85 - 0.7 * (logs - logs.min()) / (span or 1.0)
     return [mpl.colormaps[cmap](p) for p in positions]
+
+
+def alpha_label(alpha, *, symbol=True):
+    """An initialization scale in math text, one notation in every figure: ``$\\alpha = 10^{-8}$``.
+
+    Exact powers of ten are written ``10^{k}``, other scales ``m\\times10^{k}``, scales between 0.01 and
+    100 as decimals; ``symbol=False`` leaves out the ``\\alpha =``. Tables and sentences use
+    :func:`agf_lib.book.alpha_text`, the same notation in plain text.
+    """
+    from .book import alpha_text
+
+    text = alpha_text(alpha)
+    mantissa, ten, exponent = text.rpartition("10")
+    if ten and exponent and exponent.translate(_FROM_SUPERSCRIPT) != exponent:   # "m×10⁻ᵏ"
+        text = mantissa.replace("×", r"\times") + "10^{" + exponent.translate(_FROM_SUPERSCRIPT) + "}"
+    return f"$\\alpha = {text}$" if symbol else f"${text}$"
+
+
+_FROM_SUPERSCRIPT = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
+
+
+def colorbar(mappable, ax, *, label, where="right"):
+    """A labelled colorbar for a heatmap (``imshow``, ``pcolormesh``) beside ``ax`` or below it.
+
+    Every heatmap of the book has one: a color means nothing without its scale. Returns the ``Colorbar``.
+    """
+    if not isinstance(label, str) or not label.strip():
+        raise ValueError("label must say what the colors measure (a non-empty string)")
+    if where not in ("right", "below"):
+        raise ValueError(f"where must be 'right' or 'below', got {where!r}")
+    if not isinstance(ax, mpl.axes.Axes):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    orientation = "vertical" if where == "right" else "horizontal"
+    return ax.figure.colorbar(mappable, ax=ax, label=label, orientation=orientation, shrink=0.9,
+                              location="right" if where == "right" else "bottom")
 
 
 def plot_staircase(ax, staircase, t_end=None, *, label="AGF", **style):
