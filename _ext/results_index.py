@@ -186,6 +186,10 @@ def render_results_index(app, doctree, fromdocname):
         items += nodes.list_item("", paragraph)
     for placeholder in placeholders:
         placeholder.replace_self(content or [nodes.paragraph(text="No numbered results yet.")])
+    # The titles bring math the page's source does not have: Sphinx loads MathJax only on pages its math
+    # domain saw math on when they were read.
+    if any(True for _ in doctree.findall(nodes.math)):
+        env.get_domain("math").data["has_equations"][fromdocname] = True
 
 
 def setup(app):

@@ -2,7 +2,7 @@
 
 The book's convention (library page, "Writing a chapter"): the cells a reader sees do the step the
 text describes; every number the prose states comes from :func:`claim`, which checks it from both
-sides and glues the text the prose shows; wall times come from :func:`timer`; tabular results are
+sides and glues the text the prose shows; wall times come from :class:`timer`; tabular results are
 :func:`table` objects, shown as HTML tables. Checks that need more than a claim live in cells tagged
 ``hide-input``, behind a "Show the checks" toggle.
 

@@ -291,7 +291,7 @@ def sign_constrained_least_squares(X, y, *, signs):
     squares (:func:`scipy.optimize.lsq_linear`, BVLS).
 
     ``X`` has shape (n, d), ``y`` shape (n,) and ``signs`` shape (d,). Coefficients below
-    :data:`ZERO_TOL` of the fit are returned as exact zeros. Raises RuntimeError when the solver
+    ``ZERO_TOL`` of the fit are returned as exact zeros. Raises RuntimeError when the solver
     reports no convergence or returns a coefficient of the wrong sign beyond that tolerance.
     """
     X, y = _data(X, y)
@@ -369,7 +369,7 @@ def agf_staircase(X, y, *, alpha, max_jumps=None, tol=1e-10):
     Between jumps each dormant ψ_i moves linearly at speed ``−∇_{β_i}L(β)``; the next coordinate to
     activate is the first to reach ``|ψ_i| = ψ*(α)`` (norm one, accumulated utility 𝒮_i = 1), with
     sign ``ρ_i = sgn ψ_i``. The cost step is sign-constrained least squares; coordinates it sets to
-    zero (within :data:`ZERO_TOL` of the fit) return to dormancy with ``ψ_i = ±ψ*(α)``. Stops when
+    zero (within ``ZERO_TOL`` of the fit) return to dormancy with ``ψ_i = ±ψ*(α)``. Stops when
     every dormant coordinate has zero gradient (relative to ``tol·max|Σ_xy|``) or after ``max_jumps`` jumps.
 
     Returns a :class:`Staircase` in :data:`~agf_lib.results.GF_TIME`; ``states[k]`` is β on level k, ``active[k]`` its

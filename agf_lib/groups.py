@@ -293,7 +293,7 @@ class FiniteGroup:
         return bool(np.array_equal(self.table, self.table.T))
 
     def class_names(self):
-        """One label per irrep class: ``"ρ"`` or ``"ρ/ρ̄"`` from :attr:`irrep_names`."""
+        """One label per irrep class: ``"ρ"`` or ``"ρ/ρ̄"`` from ``irrep_names``."""
         return ["/".join(self.irrep_names[r] for r in c) for c in self.irrep_classes]
 
     def __repr__(self):

@@ -135,7 +135,7 @@ class TwoLayerNetwork:
     def chart_residual_gradient(self, phi, X, y, weights):
         """``(r, ∇U)``: the residual ``r = y − Σ_i weights_i f_i(x; φ_i)`` and the utility gradients
         ``∇U_i(φ_i; r)`` in chart coordinates, what both engines evaluate at every step of gradient flow.
-        By default :meth:`weighted_output`, then :meth:`chart_utility_gradient`; a network whose two
+        By default :meth:`weighted_output`, then :meth:`~agf_lib.network.TwoLayerNetwork.chart_utility_gradient`; a network whose two
         share work (its pre-activations ``w_iᵀx``) overrides it to do that work once."""
         residual = y - self.weighted_output(phi, X, weights)
         return residual, self.chart_utility_gradient(phi, X, residual)[1]

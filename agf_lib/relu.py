@@ -340,8 +340,9 @@ def orthogonal_staircase(targets):
 
     Raises
     ------
-    ValueError if a second neuron of the same sign would be needed (both ``e_j`` and ``−e_j`` with
-    targets of the same sign): the pace of that neuron then depends on the residual left by the first.
+    ValueError
+        A second neuron of the same sign would be needed (both ``e_j`` and ``−e_j`` with targets of the
+        same sign): the pace of that neuron then depends on the residual left by the first.
     """
     X, y = orthogonal_data(targets)
     n, d = X.shape

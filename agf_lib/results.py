@@ -83,7 +83,9 @@ class TimeUnit:
 
 
 GF_TIME = TimeUnit()
+"""Gradient-flow time ``t``."""
 LOG_TIME = TimeUnit("t/log(1/α)", logarithmic=True)
+"""The rescaled time ``t/log(1/α)`` of the κ = 2 settings and of the adaptive rate."""
 
 
 class _TimeAxis:
