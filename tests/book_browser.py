@@ -13,6 +13,8 @@ still resolves), lets Chromium load it offline with a virtual time budget, and r
   own (what a phone reader loses off screen), and display equations overlapping their number;
 - ``wide_code``: code and output blocks whose lines, and tables whose columns, are wider than the
   block that holds them (cut off, or left to a sideways scroll);
+- ``code_fonts``: the font size (CSS px) of every visible code and output block;
+- ``clipped_math``: display equations wider than their box that show no scroll cue;
 - ``dom``: the page after MathJax ran, for the math checks.
 
 Chromium's own console log (``--enable-logging=stderr``) is read as well: an "Uncaught" message there
@@ -136,6 +138,19 @@ LATE_PROBE = """<script>
         wide_code.push("table " + Math.round(width) + " px in " + holder.clientWidth + " px: " + head.slice(0, 80));
       }
     });
+    // font sizes of the code and output blocks a reader sees
+    var code_fonts = [];
+    Array.prototype.forEach.call(article.querySelectorAll("div.cell_input pre, div.cell_output pre"), function (pre) {
+      if (pre.clientWidth > 0) code_fonts.push(parseFloat(getComputedStyle(pre).fontSize));
+    });
+    // display equations wider than their box, with no cue (the edge shadows of _static/math.css)
+    var clipped_math = [];
+    Array.prototype.forEach.call(article.querySelectorAll('mjx-container[display="true"]'), function (math) {
+      if (math.clientWidth > 0 && math.scrollWidth > math.clientWidth + 1 &&
+          getComputedStyle(math).backgroundImage.indexOf("gradient") < 0) {
+        clipped_math.push(describe(math) + " " + math.scrollWidth + " px in " + math.clientWidth + " px");
+      }
+    });
     var remote = performance.getEntriesByType("resource").map(function (entry) { return entry.name; })
       .filter(function (name) { return !/^(file|data|blob|about):/.test(name); });
     var result = {
@@ -146,6 +161,8 @@ LATE_PROBE = """<script>
       scroll_width: document.documentElement.scrollWidth,
       column_width: article.getBoundingClientRect().width,
       wide_code: wide_code,
+      code_fonts: code_fonts,
+      clipped_math: clipped_math,
       overflow: overflow.concat(overlaps)
     };
     // In a narrow frame (see measure_page), the report goes to the top document, which Chromium dumps.

@@ -2,6 +2,9 @@
 
 Cheap checks of what is committed:
 - chapters are committed without outputs, and every chapter is in the table of contents;
+- the reader's path (library.md, "Writing a chapter"): visible code cells of at most 15 lines of 80
+  characters with no check, glue or timer in them; checks in hidden cells behind "Show the checks";
+  every exercise titled with its difficulty and time (the teacher's guide lists them);
 - the README's test command is the one CI runs, and its build command the one the publishing
   workflow (.github/workflows/book.yml) runs before deploying to GitHub Pages;
 - the default test run executes each chapter once (chapters are not in testpaths);
@@ -14,11 +17,14 @@ execution of every chapter in `python -m pytest`):
   (tests/book_report.py);
 - the build is warning-free under `-W -n --keep-going`;
 - no rendered page shows raw MyST or Sphinx markup;
+- no printed output a reader sees is a raw numpy, tuple or dict repr;
 - no page loads anything from the network, and, in headless Chromium (skipped without it), no page
-  logs a JavaScript error, MathJax typesets every page's math offline, the smallest text of every
-  figure is at least 8 px at a 1280 px window, and at 390 px (a phone) nothing runs off the screen and
-  no equation runs under its number;
-- the student edition (tools/build_student_edition.py) has every exercise and no solution;
+  logs a JavaScript error, MathJax typesets every page's math offline (results.md included), code is
+  set at 13 px or more, the smallest text of every figure is at least 8 px at 1280 px and at 390 px,
+  and at 390 px (a phone) no page is wider than the screen, nothing runs off it, no equation runs
+  under its number and none is cut off without a scroll cue;
+- the student edition (tools/build_student_edition.py) has every exercise and no solution, on its
+  pages and in the notebooks it offers for download;
 - with repository.url set, the chapters get their Binder and Colab launch buttons.
 """
 
@@ -47,6 +53,7 @@ BROWSER_TIMEOUT_S = 120
 DESKTOP = (1280, 900)
 PHONE = (390, 844)
 MIN_FIGURE_TEXT_PX = 8.0
+MIN_CODE_PX = 13.0
 WORKFLOW = ROOT / ".github" / "workflows" / "book.yml"
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
@@ -127,6 +134,77 @@ def test_chapter_is_committed_without_outputs_or_execution_counts(notebook):
         f"{notebook.name}: code cells {dirty} carry outputs or execution counts; clear them before committing "
         f"(e.g. `jupyter nbconvert --clear-output --inplace {notebook.relative_to(ROOT)}`)"
     )
+
+
+# The reader's path (library.md, "Writing a chapter"): visible cells short, narrow and free of checks.
+HIDDEN_TAGS = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
+MAX_VISIBLE_LINES = 15
+MAX_VISIBLE_WIDTH = 80
+MAX_HIDDEN_WIDTH = 100
+SCAFFOLDING = re.compile(r"^\s*(assert\b|np\.testing\.|glue\(|.*\bperf_counter\(\))", re.MULTILINE)
+CHECKS_PROMPT = "Show the checks"
+EXERCISE_TITLE = re.compile(r"^(`{3,}|:{3,})\{exercise(?:-start)?\}(?P<title>.*)$", re.MULTILINE)
+EXERCISE_LEVEL = re.compile(r"^\S.* \((★{1,3}), [1-9]\d* min\)$")
+
+
+def code_cells(notebook):
+    """(index, tags, metadata, source) of every code cell."""
+    for index, cell in enumerate(json.loads(notebook.read_text())["cells"]):
+        if cell["cell_type"] == "code":
+            metadata = cell.get("metadata", {})
+            yield index, set(metadata.get("tags", [])), metadata, "".join(cell["source"])
+
+
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=[path.stem for path in CHAPTERS])
+def test_visible_cells_are_short_narrow_and_free_of_checks(notebook):
+    problems = []
+    for index, tags, _, source in code_cells(notebook):
+        lines = source.rstrip("\n").splitlines()
+        width = max((len(line) for line in lines), default=0)
+        if tags & HIDDEN_TAGS:
+            if width > MAX_HIDDEN_WIDTH:
+                problems.append(f"cell {index} (hidden): a line of {width} characters (at most {MAX_HIDDEN_WIDTH})")
+            continue
+        if len(lines) > MAX_VISIBLE_LINES:
+            problems.append(f"cell {index}: {len(lines)} lines (at most {MAX_VISIBLE_LINES}): {lines[0]!r}")
+        if width > MAX_VISIBLE_WIDTH:
+            problems.append(f"cell {index}: a line of {width} characters (at most {MAX_VISIBLE_WIDTH})")
+        scaffolding = SCAFFOLDING.findall(source)
+        if scaffolding:
+            problems.append(f"cell {index}: {len(scaffolding)} checks, glue or timer lines in a visible cell: "
+                            "move them to a check cell or use agf_lib.book.claim / timer")
+    assert not problems, f"{notebook.name}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=[path.stem for path in CHAPTERS])
+def test_check_cells_are_hidden_behind_show_the_checks_and_print_nothing(notebook):
+    """A cell whose toggle says "Show the checks" checks something and prints nothing a reader would
+    have to open it to see."""
+    problems, checks = [], 0
+    for index, tags, metadata, source in code_cells(notebook):
+        prompt = metadata.get("mystnb", {}).get("code_prompt_show")
+        if prompt != CHECKS_PROMPT:
+            continue
+        checks += 1
+        if "hide-input" not in tags:
+            problems.append(f"cell {index}: says {CHECKS_PROMPT!r} but is not tagged hide-input")
+        if not re.search(r"\bassert\b|np\.testing\.|\bclaim\(|raise\b", source):
+            problems.append(f"cell {index}: a check cell that checks nothing")
+        if re.search(r"^\s*print\(|^\s*display\(", source, re.MULTILINE):
+            problems.append(f"cell {index}: a check cell that prints")
+    assert not problems, f"{notebook.name}:\n" + "\n".join(problems)
+    assert checks > 0, f"{notebook.name}: no check cell (tag hide-input, prompt {CHECKS_PROMPT!r})"
+
+
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=[path.stem for path in CHAPTERS])
+def test_every_exercise_title_gives_its_difficulty_and_time(notebook):
+    """The teacher's guide lists the exercises from these titles: "Title (★★, 20 min)"."""
+    text = "\n".join("".join(cell["source"]) for cell in json.loads(notebook.read_text())["cells"]
+                     if cell["cell_type"] == "markdown")
+    titles = [match.group("title").strip() for match in EXERCISE_TITLE.finditer(text)]
+    assert titles, f"{notebook.name}: no exercises"
+    bad = [title for title in titles if not EXERCISE_LEVEL.match(title)]
+    assert not bad, f"{notebook.name}: exercise titles without '(★★, 20 min)': {bad}"
 
 
 def test_every_chapter_is_in_the_table_of_contents():
@@ -438,6 +516,32 @@ def test_no_raw_markup_in_rendered_text(book_build, page):
     assert not found, f"{page}: unparsed MyST/Sphinx markup on the page:\n" + "\n".join(found[:20])
 
 
+# What a raw repr looks like in a printed output; a reader sees tables and sentences instead.
+REPR_PATTERNS = [
+    (re.compile(r"\barray\(|\bnp\.(float|int)\d*\("), "a numpy repr"),
+    (re.compile(r"^[^\n]*\[\s*[-+]?(\d|\.\d)[\d.e+-]*\.?\s+[-+]?(\d|\.\d)", re.MULTILINE), "a printed numpy array"),
+    (re.compile(r"\[\((\)|[-+\d'])|^\s*\(\s*[-+]?\d[\d.e+-]*,\s*[-+]?\d", re.MULTILINE), "a printed tuple"),
+    (re.compile(r"\{\s*(['\"][^'\"]*['\"]|\d+):\s"), "a printed dict"),
+    (re.compile(r"\b(inf|nan)\s*%|\b1 lines\b|\btook 0\.0 s\b"), "a number that reads wrong"),
+]
+CELL_OUTPUT = re.compile(r'<div class="cell_output[^"]*">(.*?)</div>\s*</div>\s*</div>', re.DOTALL)
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("page", [entry for entry in toc_files() if entry.startswith("chapters/")])
+def test_outputs_show_no_raw_reprs(book_build, page):
+    _, _, html = book_build
+    outputs = CELL_OUTPUT.findall(built_page(html, page).read_text())
+    problems = []
+    for output in outputs:
+        text = visible_text(re.sub(r"<table\b.*?</table>", "", output, flags=re.DOTALL))
+        for pattern, what in REPR_PATTERNS:
+            found = pattern.search(text)
+            if found:
+                problems.append(f"{what}: {text[max(found.start() - 40, 0):found.end() + 40].strip()!r}")
+    assert not problems, f"{page}: outputs a reader sees as raw reprs:\n" + "\n".join(problems[:20])
+
+
 # ---------------------------------------------------------------------------------------------
 # The built book in a browser
 
@@ -551,7 +655,7 @@ def test_search_snippets_show_no_tex_source(book_build, tmp_path):
 
 
 @pytest.mark.book
-@pytest.mark.parametrize("page", ["intro"] + [entry for entry in toc_files() if entry.startswith("chapters/")])
+@pytest.mark.parametrize("page", ["intro", "results"] + [entry for entry in toc_files() if entry.startswith("chapters/")])
 def test_math_renders_offline_in_headless_chromium(book_build, browser_reports, page):
     dom = report_for(browser_reports, book_build, page, DESKTOP[0])["dom"]
     assert dom.count("<mjx-container") > 0, f"{page}: MathJax typeset nothing (is MathJax loaded?)"
@@ -566,39 +670,48 @@ def test_math_renders_offline_in_headless_chromium(book_build, browser_reports, 
 
 @pytest.mark.book
 @pytest.mark.parametrize("page", [entry for entry in toc_files() if entry.startswith("chapters/")])
-def test_figure_text_is_at_least_8_px_at_1280_px(book_build, browser_reports, page):
+def test_figure_text_is_at_least_8_px_at_1280_and_at_390_px(book_build, browser_reports, page):
     """Each figure's smallest text, in CSS px as shown: its size in points (written into the PNG by
-    agf_lib.plotting) × the PNG's dpi / 72 × displayed width / natural width."""
+    agf_lib.plotting) × the PNG's dpi / 72 × displayed width / natural width, on a desktop and a phone."""
     from PIL import Image
 
     from agf_lib.plotting import MIN_FONT_KEY
 
     _, _, html = book_build
-    report = report_for(browser_reports, book_build, page, DESKTOP[0])
     page_dir = (html / page).parent
     problems = []
-    for image in report["images"]:
-        path = (page_dir / image["src"]).resolve()
-        if path.suffix.lower() != ".png":
-            continue
-        name = f"{image['figure'] or 'unnumbered figure'} {path.name[:12]}…"
-        if not image["complete"] or not image["natural_width"]:
-            problems.append(f"{name}: not loaded")
-            continue
-        with Image.open(path) as png:
-            info = dict(png.info)
-        if MIN_FONT_KEY not in info or "dpi" not in info:
-            problems.append(f"{name}: not drawn with agf_lib.plotting.figure() after plotting.use_style() "
-                            f"(no {MIN_FONT_KEY} in the PNG); its text size is unknown")
-            continue
-        scale = image["displayed_width"] / image["natural_width"]
-        smallest_px = float(info[MIN_FONT_KEY]) / 72.0 * float(info["dpi"][0]) * scale
-        if smallest_px < MIN_FIGURE_TEXT_PX:
-            problems.append(
-                f"{name}: smallest text {smallest_px:.1f} px ({info[MIN_FONT_KEY]} pt at {float(info['dpi'][0]):.0f} dpi, "
-                f"{image['natural_width']} px shown at {image['displayed_width']:.0f} px)"
-            )
-    assert not problems, f"{page}: figure text under {MIN_FIGURE_TEXT_PX:g} px at a {DESKTOP[0]} px window:\n" + "\n".join(problems)
+    for width in (DESKTOP[0], PHONE[0]):
+        report = report_for(browser_reports, book_build, page, width)
+        for image in report["images"]:
+            path = (page_dir / image["src"]).resolve()
+            if path.suffix.lower() != ".png":
+                continue
+            name = f"at {width} px: {image['figure'] or 'unnumbered figure'} {path.name[:12]}…"
+            if not image["complete"] or not image["natural_width"]:
+                problems.append(f"{name}: not loaded")
+                continue
+            with Image.open(path) as png:
+                info = dict(png.info)
+            if MIN_FONT_KEY not in info or "dpi" not in info:
+                problems.append(f"{name}: not drawn with agf_lib.plotting.figure() after plotting.use_style() "
+                                f"(no {MIN_FONT_KEY} in the PNG); its text size is unknown")
+                continue
+            scale = image["displayed_width"] / image["natural_width"]
+            smallest_px = float(info[MIN_FONT_KEY]) / 72.0 * float(info["dpi"][0]) * scale
+            if smallest_px < MIN_FIGURE_TEXT_PX:
+                problems.append(
+                    f"{name}: smallest text {smallest_px:.1f} px ({info[MIN_FONT_KEY]} pt at "
+                    f"{float(info['dpi'][0]):.0f} dpi, {image['natural_width']} px shown at {image['displayed_width']:.0f} px)"
+                )
+    assert not problems, f"{page}: figure text under {MIN_FIGURE_TEXT_PX:g} px:\n" + "\n".join(problems)
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("page", toc_files())
+def test_code_is_set_at_a_readable_size(book_build, browser_reports, page):
+    fonts = report_for(browser_reports, book_build, page, DESKTOP[0])["code_fonts"]
+    small = sorted({size for size in fonts if size < MIN_CODE_PX})
+    assert not small, f"{page}: code or output set at {small} px (at least {MIN_CODE_PX:g} px)"
 
 
 @pytest.mark.book
@@ -618,6 +731,10 @@ def test_code_and_output_lines_fit_the_column_at_1280_px(book_build, browser_rep
 def test_phone_layout_keeps_math_and_text_on_screen(book_build, browser_reports, page):
     report = report_for(browser_reports, book_build, page, PHONE[0])
     assert report["viewport"] == PHONE[0], f"the page was laid out {report['viewport']} px wide, not {PHONE[0]}"
+    assert report["scroll_width"] <= PHONE[0], f"{page} at {PHONE[0]} px: the page is {report['scroll_width']} px wide"
+    assert not report["clipped_math"], f"{page} at {PHONE[0]} px: equations cut off with no scroll cue:\n" + "\n".join(
+        report["clipped_math"][:20]
+    )
     assert not report["overflow"], f"{page} at {PHONE[0]} px: content off the screen or under an equation number:\n" + "\n".join(
         report["overflow"][:20]
     )
@@ -656,6 +773,16 @@ def test_student_edition_has_every_exercise_and_no_solution(student_build, book_
         )
     leaked = [line for line in fingerprints if " ".join(line.split()) in text]
     assert not leaked, f"{notebook.name}: solution text in the student edition:\n" + "\n".join(leaked[:10])
+    # the page's download button offers the notebook: it must not carry the solutions either
+    download = html / "_sources" / "chapters" / notebook.name
+    assert download.is_file(), f"{notebook.name}: the student edition offers no notebook to download"
+    cells = json.loads(download.read_text())["cells"]
+    source = "\n".join("".join(cell["source"]) for cell in cells)
+    assert not re.search(r"\{solution(-start|-end)?\}", source), f"{download.name}: a solution directive in the download"
+    flat = " ".join(source.split())
+    leaked = [line for line in fingerprints if " ".join(line.split()) in flat]
+    assert not leaked, f"{download.name}: solution text in the downloadable notebook:\n" + "\n".join(leaked[:10])
+    assert len(re.findall(r"\{exercise(?:-start)?\}", source)) == exercises, f"{download.name}: exercises lost"
     assert "student edition" in page
 
 
