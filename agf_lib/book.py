@@ -20,6 +20,7 @@ Outside a notebook (plain Python, the tests) nothing is glued; the checks run al
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import time
@@ -27,7 +28,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-__all__ = ["ClaimError", "claim", "timer", "format_seconds", "table", "alpha_text"]
+__all__ = ["ClaimError", "claim", "timer", "format_seconds", "table", "alpha_text", "number_text"]
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -157,6 +158,25 @@ class timer:
         return False
 
 
+def number_text(value, *, digits=2):
+    """A positive number as plain text with ``digits`` significant digits, powers of ten written out:
+    ``3.8×10⁻¹²``, ``10⁻⁸``, ``0.5``, ``12``. Numbers from 0.01 to 10⁵ are written as decimals.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0 or not math.isfinite(value):
+        raise ValueError(f"value must be a finite positive number, got {value!r}")
+    if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or digits < 1:
+        raise ValueError(f"digits must be a positive integer, got {digits!r}")
+    rounded = float(f"{value:.{digits}g}")
+    if 0.01 <= rounded < 1e5:
+        return f"{rounded:.{digits}g}" if rounded < 10**digits else f"{rounded:.0f}"
+    exponent = math.floor(math.log10(rounded))
+    mantissa = round(rounded / 10.0**exponent, digits - 1)
+    if mantissa >= 10:                         # rounding of the logarithm
+        mantissa, exponent = mantissa / 10, exponent + 1
+    power = "10" + str(exponent).translate(_SUPERSCRIPT)
+    return power if mantissa == 1 else f"{mantissa:.{digits}g}×{power}"
+
+
 def alpha_text(alpha):
     """An initialization scale as plain text, one notation everywhere: ``10⁻⁸``, ``3×10⁻⁵``, ``0.5``.
 
@@ -165,17 +185,13 @@ def alpha_text(alpha):
     """
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not alpha > 0 or not math.isfinite(alpha):
         raise ValueError(f"alpha must be a finite positive number, got {alpha!r}")
-    if 0.01 <= alpha < 100 and float(f"{alpha:.3g}") == alpha:
-        return f"{alpha:g}"
-    exponent = math.floor(math.log10(alpha))
-    mantissa = alpha / 10.0**exponent
-    if mantissa > 9.995:                       # rounding of the logarithm
-        mantissa, exponent = mantissa / 10, exponent + 1
-    power = "10" + str(exponent).translate(_SUPERSCRIPT)
-    return power if abs(mantissa - 1) < 1e-9 else f"{mantissa:.3g}×{power}"
+    return number_text(alpha, digits=3) if not 0.01 <= alpha < 100 else f"{alpha:g}"
 
 
-def table(data, *, formats=None, index=False, name=None):
+_tables = itertools.count()
+
+
+def table(data, *, formats=None, index=False, name=None, wrap=False):
     """Tabular results as a table a reader sees (HTML, rendered by the book), never as a repr.
 
     Parameters
@@ -189,6 +205,9 @@ def table(data, *, formats=None, index=False, name=None):
         Show the DataFrame's index (for a DataFrame whose index names the rows).
     name : str, optional
         Also glue the table under this name, for a numbered ``{glue:figure}`` with a caption.
+    wrap : bool
+        Let the text of the cells wrap (for columns of words); by default a row stays on one line and a
+        wide table scrolls sideways.
 
     Returns
     -------
@@ -216,8 +235,9 @@ def table(data, *, formats=None, index=False, name=None):
             formatters[column] = (lambda spec: lambda v: format(v, spec))(fmt)
         else:
             raise TypeError(f"formats[{column!r}] must be a format spec string or a callable, got {fmt!r}")
-    styler = Styler(frame, uuid_len=0, cell_ids=False).format(formatters, na_rep="—")
-    styler = styler.set_table_attributes('class="agf-table"')
+    styler = Styler(frame, uuid=name or f"table{next(_tables)}", uuid_len=0, cell_ids=False)
+    styler = styler.format(formatters, na_rep="—")
+    styler = styler.set_table_attributes(f'class="agf-table{" agf-table-wrap" if wrap else ""}"')
     if not index:
         styler = styler.hide(axis="index")
     if name is not None:

@@ -229,3 +229,27 @@ def test_plot_losses_rejects_mixed_time_units_and_non_trajectories():
         plotting.plot_losses([trajectory("t")], staircase=staircase("t / log(1/α)"))
     with pytest.raises(TypeError, match="Trajectory"):
         plotting.plot_losses([np.zeros(3)])
+
+
+def test_every_heatmap_gets_a_labelled_colorbar():
+    fig, ax = plotting.figure()
+    image = ax.imshow(np.arange(12.0).reshape(3, 4))
+    bar = plotting.colorbar(image, ax, label="power share")
+    assert bar.ax.get_ylabel() == "power share"
+    below = plotting.colorbar(image, ax, label="phase", where="below")
+    assert below.orientation == "horizontal" and below.ax.get_xlabel() == "phase"
+    with pytest.raises(ValueError, match="label"):
+        plotting.colorbar(image, ax, label=" ")
+    with pytest.raises(ValueError, match="where"):
+        plotting.colorbar(image, ax, label="x", where="left")
+    with pytest.raises(TypeError, match="ax"):
+        plotting.colorbar(image, fig, label="x")
+
+
+def test_a_legend_below_an_axes_leaves_its_x_label_uncovered():
+    fig, (ax,) = labelled_figure()
+    legend = plotting.legend_outside(ax)
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    assert not overlap(legend.get_window_extent(renderer), ax.xaxis.label.get_window_extent(renderer))
+    assert legend.get_window_extent(renderer).y1 <= ax.xaxis.label.get_window_extent(renderer).y0 + 1
