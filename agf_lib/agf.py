@@ -2,40 +2,37 @@
 
 Neurons start dormant. Each iteration has two steps.
 
-* **Utility maximization.** With the active neurons' output held fixed, every dormant neuron
+- **Utility maximization.** With the active neurons' output held fixed, every dormant neuron
   follows gradient flow of its own utility ``U_i(θ_i; r)`` (paper Eq. 2), in polar coordinates:
   its direction climbs the utility on the sphere while ``dℓ_i/dt = ηκ e^{(κ−2)ℓ_i} Ū_i``. The first
   neuron whose norm reaches one activates. This is the paper's condition that the accumulated
-  utility ``𝒮_i = ∫κŪ_i`` reaches ``c_i/η`` with ``c_i = −log‖θ_i(0)‖`` for κ = 2 and
-  ``c_i = (‖θ_i(0)‖^{2−κ} − 1)/(κ − 2)`` for κ > 2, exact at finite α, since ``ℓ_i`` is integrated
+  utility ``𝒮_i = ∫κŪ_i`` reaches ``c_i/η``, with ``c_i = −log‖θ_i(0)‖`` for κ = 2 and
+  ``c_i = (‖θ_i(0)‖^{2−κ} − 1)/(κ − 2)`` for κ > 2, exact at finite α since ``ℓ_i`` is integrated
   alongside the direction. For networks whose utility is a quadratic form in each neuron
-  (``quadratic_utility``: linear and diagonal networks) the utility flow is linear, and this step is
-  solved in closed form (:func:`_quadratic_utility_phase`); for the others one SciPy solver is stepped
-  by hand, with the norms read after every step.
-* **Cost minimization.** The active neurons follow gradient flow of the loss, with the dormant
-  neurons taken as zero, until the gradient has fallen by ``cost_tol``, or the loss has settled
-  (it fell by less than ``cost_tol²`` of its fall so far over the last doubling of time: a loss
+  (``quadratic_utility``: linear and diagonal networks) the utility flow is linear and this step is
+  solved in closed form; for the others a SciPy solver is stepped by hand, with the norms read
+  after every step.
+- **Cost minimization.** The active neurons follow gradient flow of the loss, with the dormant
+  neurons taken as zero, until the gradient has fallen by ``cost_tol``, or the loss has settled (over
+  the last doubling of time it fell by less than ``cost_tol²`` of its fall so far: a loss
   approaching an infimum that no finite weights attain, chapter 06). Both are checked at times
-  growing geometrically, on the flow at exactly those times (read from the solver's interpolant), so
-  that where a step ends depends on the flow and not on the solver's steps: SciPy's solvers end every
-  step at the same state, to their tolerance. An active neuron driven back towards the
-  origin (its norm below ``dormancy_threshold``) returns to the dormant set with the state it had
-  when it last crossed the unit sphere inwards, i.e. with ``𝒮_i = c_i/η`` as in the paper's
-  Appendix B.3. A step that has not converged by ``max_cost_time`` raises :class:`CostStepError`.
-  For a network with a ``sign_preserving_chart`` (the diagonal network) the step integrates the
-  logarithms of the chart coordinates, in which the flow's conserved quantities are linear and every
-  solver step keeps them exactly, and it ends with Newton's method as soon as Newton's steps,
-  kept to the span of the flow, contract onto a stable critical point nearby
-  (:meth:`_LogChartCost.polish`): often at the step's start, before any integration.
+  growing geometrically, on the flow at exactly those times, so that where a step ends depends on
+  the flow and not on the solver's steps. An active neuron driven back towards the origin (its norm
+  below ``dormancy_threshold``) returns to the dormant set with the state it had when it last
+  crossed the unit sphere inwards, i.e. with ``𝒮_i = c_i/η`` as in the paper's Appendix B.3. A step
+  that has not converged by ``max_cost_time`` raises :class:`CostStepError`. For a network with a
+  ``sign_preserving_chart`` (the diagonal network) the step integrates the logarithms of the chart
+  coordinates, in which the flow's conserved quantities are linear and kept exactly, and ends with
+  Newton's method as soon as it converges onto a stable critical point nearby.
+
+Time runs during utility maximization only. The loop ends when no dormant neuron can gain utility
+(every dormant neuron stationary on the sphere with nonpositive utility), after ``max_jumps`` jumps,
+or when the next jump would come after ``t_end``.
 
 The float64 limit stated in :mod:`agf_lib.flow` applies here too, to networks without a chart: a
 dormant neuron whose utility flow reverses its sign after a long excursion, or a neuron restored
 at norm one after returning to dormancy, is timed with an error that grows as α shrinks. In the
 diagonal network's chart both are timed to 1e-7 or better, down to α = 1e-100.
-
-Time runs during utility maximization only. The loop ends when no dormant neuron can gain utility
-(every dormant neuron stationary on the sphere with nonpositive utility), after ``max_jumps`` jumps,
-or when the next jump would come after ``t_end``.
 """
 
 from __future__ import annotations
@@ -418,53 +415,87 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
                               method="DOP853", cost_method="LSODA", rtol=1e-10, atol=1e-12, cost_rtol=1e-5,
                               adaptive_rate=False, dormancy_threshold=None, cost_tol=1e-9, utility_tol=1e-8,
                               max_cost_time=1e6):
-    """Numerical AGF (Algorithm 1) from ``theta0``; returns a :class:`Staircase` in GF time ``t``.
+    """Numerical AGF (the paper's Algorithm 1) from ``theta0``, in GF time ``t``.
 
     Parameters
     ----------
     network : TwoLayerNetwork
-    data : pair ``(X, y)``
-    theta0 : (H, P) initial parameters, all neurons dormant (norm below one) and nonzero
-    eta : learning rate of both flows
-    t_end : stop before a jump later than this time
-    max_jumps : stop after this many jumps
-    method, rtol, atol : :func:`scipy.integrate.solve_ivp` settings for utility maximization
-    cost_rtol : relative tolerance of the cost step's solver (in a log chart, the absolute tolerance of
-        the logarithms). Only the end of a cost step matters, the critical point its flow settles at,
-        not the path: a looser tolerance than ``rtol`` saves work while ``cost_tol`` still fixes how
-        close to that point the step ends. In polar coordinates the path's error moves the neurons'
-        conserved quantities, and a restored neuron's return from dormancy was timed to 1e-6 at 1e-5
-        and not at 1e-4 (the diagonal network, before its cost steps moved to the log chart, where
-        the conserved quantities are exact at any tolerance).
-    cost_method : solver for cost minimization; LSODA switches to a stiff method near the minimum,
-        where explicit methods stall at their stability limit. Its Jacobian is built by finite
-        differences, one evaluation per parameter of the active neurons: with many active neurons and
-        a long, mildly stiff end (chapter 06), the low-order explicit ``"RK23"`` costs less.
-    adaptive_rate : neuron-wise rate ``η‖θ_i‖^{2−κ}`` (Appendix B.5), making κ > 2 behave like κ = 2
-    dormancy_threshold : norm below which an active neuron returns to dormancy; default the
-        geometric mean of the largest initial norm and one, but at least 1e-6
-    cost_tol : cost minimization stops when the active neurons' utility gradients have fallen by
-        this factor
-    utility_tol : relative size of utility gradients below which no dormant neuron can gain utility
-    max_cost_time : longest GF time allowed for one cost minimization; a cost step that needs more
-        raises :class:`CostStepError`
+        The network.
+    data : tuple
+        The pair ``(X, y)``, ``X`` of shape ``(n, d)`` and ``y`` of shape ``(n,)`` or ``(n, c)``.
+    theta0 : (H, P) array
+        Initial parameters: every neuron dormant (norm below one) and nonzero.
+    eta : float, default 1.0
+        Learning rate of both flows.
+    t_end : float, default inf
+        Stop before a jump later than this time.
+    max_jumps : int, optional
+        Stop after this many jumps.
+    method : str, default "DOP853"
+        Solver of utility maximization, a method of :func:`scipy.integrate.solve_ivp`.
+    rtol, atol : float, default 1e-10, 1e-12
+        Tolerances of utility maximization (``atol`` also of polar cost steps).
+    cost_method : str, default "LSODA"
+        Solver of cost minimization. LSODA switches to a stiff method near the minimum, where
+        explicit methods stall at their stability limit; its Jacobian is built by finite differences,
+        one evaluation per parameter of the active neurons, so with many active neurons and a long,
+        mildly stiff end (chapter 06) the explicit ``"RK23"`` costs less.
+    cost_rtol : float, default 1e-5
+        Relative tolerance of the cost step's solver (in a log chart, the absolute tolerance of the
+        logarithms). Only the end of a cost step matters, the critical point its flow settles at, not
+        the path: a looser tolerance than ``rtol`` saves work while ``cost_tol`` still fixes how close
+        to that point the step ends. In polar coordinates the path's error moves the neurons'
+        conserved quantities, which matters for the timing of neurons that return from dormancy;
+        tighten it there.
+    adaptive_rate : bool, default False
+        Use the neuron-wise rate ``η‖θ_i‖^{2−κ}`` (paper Appendix B.5), making κ > 2 behave like
+        κ = 2.
+    dormancy_threshold : float, optional
+        Norm (below one) below which an active neuron returns to dormancy. By default the geometric
+        mean of the largest initial norm and one, but at least 1e-6.
+    cost_tol : float, default 1e-9
+        Cost minimization stops when the active neurons' utility gradients have fallen by this
+        factor.
+    utility_tol : float, default 1e-8
+        Relative size of utility gradients below which no dormant neuron can gain utility.
+    max_cost_time : float, default 1e6
+        Longest GF time allowed for one cost minimization.
 
-    The cost step stops once its gradient has fallen by ``cost_tol``, and the residual it leaves gives
-    dormant neurons a utility of that order. After the last real feature, such a neuron can still
-    grow and activate, very late and with no drop in the loss (at t ≈ 4e12, against a last real jump
-    at 801, on chapter 05's attention problem from α = 1e-3). Bound such runs with ``t_end`` or
+    Returns
+    -------
+    Staircase
+        The jump times and loss levels, with
+
+        - ``states[k]``: Θ (shape ``(H, P)``) on level ``k``, dormant neurons included at their
+          current (small) size;
+        - ``active[k]``: the active neurons on level ``k``;
+        - ``deactivated[k-1]``: the neurons that returned to dormancy during the cost step of jump
+          ``k``;
+        - ``stop_reason``: why the loop ended, ``"all active"``, ``"no utility"`` (every dormant
+          neuron stationary with nonpositive utility), ``"max_jumps"`` or ``"t_end"``;
+        - ``evaluations``: the utility-gradient evaluations made.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range, for instance a neuron of ``theta0`` with norm one or more
+        (use a smaller α) or a ``dormancy_threshold`` not below one.
+    CostStepError
+        If a cost minimization has not converged within ``max_cost_time``.
+    RuntimeError
+        If a solver fails, stalls (its steps fall below the resolution of ``t``) or leaves float64.
+    FloatingPointError
+        If a loss level or a norm is not finite after a cost step.
+
+    Notes
+    -----
+    A cost step stops once its gradient has fallen by ``cost_tol``, and the residual it leaves gives
+    dormant neurons a utility of that order. After the last real feature such a neuron can still grow
+    and activate, very late and with no drop in the loss. Bound such runs with ``t_end`` or
     ``max_jumps``: at such times a solver's steps can fall below the resolution of ``t``, or overflow,
-    and the run raises a RuntimeError rather than step in place or go on from a NaN state. What happens
-    there is decided by rounding: on chapter 08's orthogonal ReLU problem from α = 1e-12, after two real
-    jumps and a late one at t ≈ 1.6e8, runs with different BLAS kernels or thread counts found the next
-    utility flow exactly zero (the run ends, ``"no utility"``), took a fourth late jump at t ≈ 2.6e8, or
-    stalled at t ≈ 5e11 or 2e13.
-
-    ``states[k]`` holds Θ (shape (H, P)) on level k, dormant neurons included at their current
-    (small) size; ``active[k]`` the active neurons; ``deactivated[k-1]`` those that returned to
-    dormancy during the cost step of jump k. ``stop_reason`` says why the loop ended: ``"all active"``,
-    ``"no utility"`` (every dormant neuron stationary with nonpositive utility), ``"max_jumps"`` or
-    ``"t_end"``.
+    and the run raises a ``RuntimeError`` rather than step in place or go on from a NaN state. What
+    happens there is decided by rounding, and can differ between machines, BLAS kernels and thread
+    counts.
     """
     network = check_network(network)
     X, y = unpack_data(network, data)

@@ -3,9 +3,9 @@
 With ``β_i = u_i v_i`` the loss is the least-squares loss ``L(β) = E[½(y − xᵀβ)²]`` with gradient
 ``∇L(β) = Σ_xx β − Σ_xy``. From the paper's initialization ``u_i = √2 α``, ``v_i = 0``, the
 conserved ``u_i² − v_i² = 2α²`` puts every neuron on a hyperbola, parametrized as
-``u_i = √2 α cosh ψ_i``, ``v_i = √2 α sinh ψ_i``. Then gradient flow is exactly
+``u_i = √2 α cosh ψ_i``, ``v_i = √2 α sinh ψ_i``. Then gradient flow is exactly::
 
-    dψ_i/dt = −∇_{β_i} L(β),     β_i = α² sinh(2ψ_i),     ‖θ_i‖² = 2α² cosh(2ψ_i).
+    dψ_i/dt = −∇_{β_i} L(β),   β_i = α² sinh(2ψ_i),   ‖θ_i‖² = 2α² cosh(2ψ_i).
 
 In AGF the dormant coordinates see a constant gradient between jumps, so ψ_i is piecewise linear in
 time; the paper's accumulated utility and sign are ``𝒮_i = log cosh(2ψ_i) / (2η_α)`` with
@@ -192,7 +192,10 @@ def _beta_from_log(psi, exponent):
 def beta_of_psi(psi, alpha):
     """``β = α² sinh(2ψ)``, evaluated in logs so that α down to 1e-100 neither overflows nor underflows early.
 
-    Raises OverflowError where ``|β|`` exceeds the largest float64 (``2 log α + 2|ψ| − log 2 > 709.78``).
+    Raises
+    ------
+    OverflowError
+        Where ``|β|`` exceeds the largest float64 (``2 log α + 2|ψ| − log 2 > 709.78``).
     """
     alpha = check_positive(alpha, "alpha")
     psi = _real_values(psi, "psi")
@@ -225,17 +228,35 @@ def exact_flow(X, y, t_end, *, alpha, method="DOP853", rtol=1e-10, atol=1e-12, n
                times=None, record_params=False):
     """Exact gradient flow of the diagonal network from ``u = √2α, v = 0``, integrated in ψ coordinates.
 
-    ``dψ/dt = −∇L(β)`` with ``β = α² sinh(2ψ)`` (module docstring). The conserved ``u² − v² = 2α²``
-    holds by construction, which a float64 state ``(u, v)`` of order one cannot resolve once α² is
-    below the solver's tolerance; this is the reference for such small α, and for the generic
-    :func:`agf_lib.gradient_flow`. Sampling options as there. Returns a :class:`Trajectory` in GF time; with
-    ``record_params`` its ``params[k]`` holds ``(u_i, v_i)`` and ``log_norms`` holds ``log‖θ_i‖``.
+    ``dψ/dt = −∇L(β)`` with ``β = α² sinh(2ψ)`` (module docstring). The conserved
+    ``u² − v² = 2α²`` holds by construction, which a float64 state ``(u, v)`` of order one cannot
+    resolve once α² is below the solver's tolerance; this is the reference for such small α, and
+    for the generic :func:`agf_lib.gradient_flow`.
 
-    The implicit methods (``"LSODA"``, ``"BDF"``, ``"Radau"``) get the exact Jacobian
-    ``−Σ_xx diag(2α² cosh 2ψ)``. Once the data are nearly interpolated the flow is stiff: the fitted
-    directions relax at rates of order ``α² e^{2|ψ|}`` while the rest drifts slowly, and an explicit
-    method's steps are capped by the fast rates. For long runs past the last jump, ``method="LSODA"``
-    then takes far fewer evaluations (chapter 07's runs to ``t = 400 log(1/α)``).
+    Parameters
+    ----------
+    X : (n, d) array
+        Inputs.
+    y : (n,) or (n, 1) array
+        Targets.
+    t_end : float
+        Final GF time.
+    alpha : float
+        Initialization scale, in ``(0, 1/√2)``.
+    method, rtol, atol, num_samples, times
+        Solver and sampling options, as for :func:`agf_lib.gradient_flow`. The implicit methods
+        (``"LSODA"``, ``"BDF"``, ``"Radau"``) get the exact Jacobian ``−Σ_xx diag(2α² cosh 2ψ)``.
+        Once the data are nearly interpolated the flow is stiff (the fitted directions relax at
+        rates of order ``α² e^{2|ψ|}`` while the rest drifts slowly), and for long runs past the last
+        jump ``method="LSODA"`` takes far fewer evaluations.
+    record_params : bool, default False
+        Also record the parameters and log-norms.
+
+    Returns
+    -------
+    Trajectory
+        In GF time; with ``record_params`` its ``params[k]`` holds ``(u_i, v_i)`` and
+        ``log_norms`` holds ``log‖θ_i‖``.
     """
     alpha = check_positive(alpha, "alpha")
     t_end = check_positive(t_end, "t_end")
@@ -286,13 +307,33 @@ def _check_signs(signs, d):
 
 
 def sign_constrained_least_squares(X, y, *, signs):
-    """Minimize ``E[½(y − xᵀβ)²]`` subject to ``ρ_i β_i ≥ 0`` where ``ρ_i = signs[i] ∈ {−1, +1}``
-    and ``β_i = 0`` where ``signs[i] == 0`` (the AGF cost step of Section C.2), by bounded least
-    squares (:func:`scipy.optimize.lsq_linear`, BVLS).
+    """Least squares with prescribed signs: the AGF cost step of the paper's Section C.2.
 
-    ``X`` has shape (n, d), ``y`` shape (n,) and ``signs`` shape (d,). Coefficients below
-    ``ZERO_TOL`` of the fit are returned as exact zeros. Raises RuntimeError when the solver
-    reports no convergence or returns a coefficient of the wrong sign beyond that tolerance.
+    Minimizes ``E[½(y − xᵀβ)²]`` subject to ``ρ_i β_i ≥ 0`` where ``ρ_i = signs[i] ∈ {−1, +1}``,
+    and ``β_i = 0`` where ``signs[i] == 0``, by bounded least squares
+    (:func:`scipy.optimize.lsq_linear`, BVLS).
+
+    Parameters
+    ----------
+    X : (n, d) array
+        Inputs.
+    y : (n,) array
+        Targets.
+    signs : (d,) array
+        Entries −1, 0 or +1.
+
+    Returns
+    -------
+    (d,) array
+        β; coefficients below ``ZERO_TOL`` of the fit are returned as exact zeros.
+
+    Raises
+    ------
+    ValueError
+        If ``signs`` has the wrong shape or other entries than −1, 0 and +1.
+    RuntimeError
+        If the solver reports no convergence, or returns a coefficient of the wrong sign beyond
+        that tolerance.
     """
     X, y = _data(X, y)
     return _sign_constrained_fit(X, y, _check_signs(signs, X.shape[1]))
@@ -364,16 +405,31 @@ def _saddle_to_saddle(X, y, threshold, max_jumps, tol):
 
 
 def agf_staircase(X, y, *, alpha, max_jumps=None, tol=1e-10):
-    """AGF for a diagonal linear network at finite α, in closed form (Corollary C.5), GF time units.
+    """AGF for a diagonal linear network at finite α, in closed form (Corollary C.5), in GF time.
 
     Between jumps each dormant ψ_i moves linearly at speed ``−∇_{β_i}L(β)``; the next coordinate to
     activate is the first to reach ``|ψ_i| = ψ*(α)`` (norm one, accumulated utility 𝒮_i = 1), with
     sign ``ρ_i = sgn ψ_i``. The cost step is sign-constrained least squares; coordinates it sets to
-    zero (within ``ZERO_TOL`` of the fit) return to dormancy with ``ψ_i = ±ψ*(α)``. Stops when
-    every dormant coordinate has zero gradient (relative to ``tol·max|Σ_xy|``) or after ``max_jumps`` jumps.
+    zero (within ``ZERO_TOL`` of the fit) return to dormancy with ``ψ_i = ±ψ*(α)``.
 
-    Returns a :class:`Staircase` in :data:`~agf_lib.results.GF_TIME`; ``states[k]`` is β on level k, ``active[k]`` its
-    support, ``deactivated[k-1]`` the coordinates that returned to dormancy at jump k.
+    Parameters
+    ----------
+    X : (n, d) array
+        Inputs.
+    y : (n,) or (n, 1) array
+        Targets.
+    alpha : float
+        Initialization scale, in ``(0, 1/√2)``.
+    max_jumps : int, optional
+        Stop after this many jumps.
+    tol : float, default 1e-10
+        Stop when every dormant coordinate has zero gradient, relative to ``tol·max|Σ_xy|``.
+
+    Returns
+    -------
+    Staircase
+        In :data:`~agf_lib.results.GF_TIME`; ``states[k]`` is β on level ``k``, ``active[k]`` its
+        support, ``deactivated[k-1]`` the coordinates that returned to dormancy at jump ``k``.
     """
     threshold = activation_threshold(alpha)
     check_max_jumps(max_jumps)
@@ -383,13 +439,30 @@ def agf_staircase(X, y, *, alpha, max_jumps=None, tol=1e-10):
 
 
 def limit_staircase(X, y, *, max_jumps=None, tol=1e-10):
-    """The α → 0 limit of gradient flow on a diagonal network (Pesme & Flammarion 2023, Algorithm 2 of
-    the paper's Appendix C), in rescaled time :data:`~agf_lib.results.LOG_TIME`, ``t / log(1/α)``:
-    ``agf_staircase(X, y, alpha=α).in_units(LOG_TIME, α)`` tends to it as α → 0 (Theorem 3.1).
+    """The α → 0 limit of gradient flow on a diagonal network, in rescaled time ``t / log(1/α)``.
 
-    The integrals ``s_i(t̃) = −∫∇_{β_i}L(β(s)) ds`` move linearly between jumps; a coordinate activates
-    when ``|s_i|`` reaches one, and β is the least-squares fit with the signs ``sgn s_i`` of the active
-    coordinates imposed.
+    This is Pesme & Flammarion's algorithm (2023; Algorithm 2 of the paper's Appendix C):
+    ``agf_staircase(X, y, alpha=α).in_units(LOG_TIME, α)`` tends to it as α → 0 (Theorem 3.1). The
+    integrals ``s_i(t̃) = −∫∇_{β_i}L(β(s)) ds`` move linearly between jumps; a coordinate activates
+    when ``|s_i|`` reaches one, and β is the least-squares fit with the signs ``sgn s_i`` of the
+    active coordinates imposed.
+
+    Parameters
+    ----------
+    X : (n, d) array
+        Inputs.
+    y : (n,) or (n, 1) array
+        Targets.
+    max_jumps : int, optional
+        Stop after this many jumps.
+    tol : float, default 1e-10
+        Stop when every inactive coordinate has zero gradient, relative to ``tol·max|Σ_xy|``.
+
+    Returns
+    -------
+    Staircase
+        In :data:`~agf_lib.results.LOG_TIME`, with β on each level in ``states`` and the supports
+        in ``active``.
     """
     check_max_jumps(max_jumps)
     times, losses, order, states, active, deactivated = _saddle_to_saddle(X, y, 1.0, max_jumps, tol)

@@ -4,40 +4,37 @@ fixed-step gradient descent.
 Gradient flow ``dΘ/dt = −η∇L(Θ)`` is integrated in the coordinates the paper's Eq. (2) suggests:
 each neuron is split into its direction ``θ̄_i = θ_i/‖θ_i‖`` and its log-norm ``ℓ_i = log‖θ_i‖``.
 With ``r = y − Σ_j e^{κℓ_j} f_j(·; θ̄_j)`` the residual and ``U_i`` the utility (paper Eq. 1),
-κ-homogeneity turns gradient flow into (exactly, no approximation)
+κ-homogeneity turns gradient flow, exactly, into::
 
-    dθ̄_i/dt = η e^{(κ−2)ℓ_i} (I − θ̄_i θ̄_iᵀ) ∇U_i(θ̄_i; r),
-    dℓ_i/dt  = η e^{(κ−2)ℓ_i} θ̄_iᵀ ∇U_i(θ̄_i; r)      (= η κ e^{(κ−2)ℓ_i} U_i(θ̄_i; r) by Euler's identity).
+    dθ̄_i/dt = η e^{(κ−2)ℓ_i} (I − θ̄_i θ̄_iᵀ) ∇U_i(θ̄_i; r)
+    dℓ_i/dt  = η e^{(κ−2)ℓ_i} θ̄_iᵀ ∇U_i(θ̄_i; r)   (= η κ e^{(κ−2)ℓ_i} U_i(θ̄_i; r), Euler's identity)
 
 Every state variable is of order one whatever α is, so an adaptive solver's error control is
 meaningful at α = 1e-12 as at α = 1e-100, where plain coordinates of size α would not be.
 
 One limit remains in plain coordinates: once a neuron has grown to norm one, its direction keeps
 the imprint of the initialization (for a diagonal neuron, the conserved ``u² − v² = 2α²``) only
-to about 1e-16 relative. A neuron that later shrinks back through the origin and changes sign
-would then be timed as if α were larger (measured on a two-coordinate diagonal example: 1e-7 at
-α = 1e-12, 1e-4 at 1e-20, 20% at 1e-100). A network can lift it by declaring a *chart* (see
+to about 1e-16 relative, so a neuron that later shrinks back through the origin and changes sign
+is timed as if α were larger. A network lifts this limit by declaring a chart (see
 :class:`~agf_lib.network.TwoLayerNetwork`) in which that imprint is a small coordinate of its own;
 the engines then take polar coordinates in the chart and control direction components relatively.
-Networks without a chart (``FeedForwardNetwork``) keep the limit.
+Networks without a chart (:class:`~agf_lib.network.FeedForwardNetwork`) keep the limit.
 
-Where the chart's coordinates keep their signs along the flow (``sign_preserving_chart``: the diagonal
-network's ``p = (u + v)/√2`` and ``q = (u − v)/√2`` follow ``dp/dt = ηgp`` and ``dq/dt = −ηgq`` with
-``g = −∇_β L``), gradient flow integrates their logarithms instead (:class:`~agf_lib._polar.LogChartField`):
-``d log|p|/dt = ηg``, constant along a plateau, so the solver crosses one in a few steps, and the imprint
-``log|q|`` is a coordinate like any other, controlled to ``rtol`` absolutely (relatively in ``q``). The
-diagonal network's sign reversals are timed to 3e-9 at α = 1e-100, and on fresh diagonal problems the
-engine costs what a raw-coordinate SciPy solve of the same ODE costs (``benchmarks/bench_unseen.py``).
-A start with a chart coordinate at zero (``u = v``) has no logarithm and takes the polar coordinates.
+Where the chart's coordinates keep their signs along the flow (``sign_preserving_chart``: the
+diagonal network's ``p = (u + v)/√2`` and ``q = (u − v)/√2`` follow ``dp/dt = ηgp`` and
+``dq/dt = −ηgq`` with ``g = −∇_β L``), gradient flow integrates their logarithms instead:
+``d log|p|/dt = ηg`` is constant along a plateau, so the solver crosses one in a few steps, and the
+imprint ``log|q|`` is a coordinate like any other, controlled to ``rtol`` absolutely (relatively in
+``q``). A start with a chart coordinate at zero (``u = v``) has no logarithm and takes the polar
+coordinates.
 
 For ReLU networks the velocity has kinks where ``w_iᵀx`` changes sign; explicit solvers crawl
 across them, and ``method="LSODA"`` is several times faster.
 
-The right-hand side costs one evaluation of the network's utility gradients at the residual (its
-``gradient_function``, prepared once per dataset), in NumPy with the network's closed form, and the
-polar bookkeeping, about half of it (or, in a log chart, the network's ``log_gradient_function`` alone).
-Networks without a closed form go through torch autograd, about ten times slower per evaluation
-(``benchmarks/`` measures both engines against plain NumPy and SciPy baselines).
+Each evaluation of the right-hand side costs one evaluation of the network's utility gradients at
+the residual (its ``gradient_function``, prepared once per dataset, or in a log chart its
+``log_gradient_function``). Networks without a closed-form utility gradient go through torch
+autograd, which is much slower per evaluation; ``benchmarks/`` measures both.
 """
 
 from __future__ import annotations
@@ -145,26 +142,59 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
                   num_samples=2000, times=None, record_params=False, adaptive_rate=False, progress=False):
     """Integrate gradient flow ``dΘ/dt = −η∇L(Θ)`` from ``theta0`` over ``[0, t_end]``.
 
+    The state integrated is the polar coordinates of the module docstring (or, for a network with a
+    sign-preserving chart, the logarithms of its chart coordinates), all of order one whatever the
+    initialization scale.
+
     Parameters
     ----------
     network : TwoLayerNetwork
-    data : pair ``(X, y)``, ``X`` of shape (n, d), ``y`` of shape (n,) or (n, c)
-    theta0 : (H, P) array, every row nonzero
-    t_end : float, GF time
-    eta : learning rate (rescales time)
-    method, rtol, atol : passed to :func:`scipy.integrate.solve_ivp`; the state is the polar
-        coordinates of the module docstring, all of order one. In a log chart every coordinate is a
-        logarithm, held to ``rtol`` absolutely, and ``atol`` does not apply.
-    num_samples : size of the linear grid on which the loss is sampled, in addition to the
-        solver's own steps (which cluster at the drops) and a logarithmic grid.
-    times : sample exactly at these times instead (non-decreasing, within ``[0, t_end]``).
-    record_params : also return ``Θ(t)`` and ``log‖θ_i(t)‖`` at every sample.
-    adaptive_rate : use the neuron-wise rate ``η‖θ_i‖^{2−κ}`` of the paper's Appendix B.5.
-    progress : show a progress bar (for runs longer than two seconds).
+        The network.
+    data : tuple
+        The pair ``(X, y)``, ``X`` of shape ``(n, d)`` and ``y`` of shape ``(n,)`` or ``(n, c)``.
+    theta0 : (H, P) array
+        Initial parameters, every row nonzero.
+    t_end : float
+        Final GF time, positive.
+    eta : float, default 1.0
+        Learning rate; it rescales time.
+    method : str, default "DOP853"
+        The method of :func:`scipy.integrate.solve_ivp`: ``"DOP853"``, ``"RK45"``, ``"RK23"``,
+        ``"Radau"``, ``"BDF"`` or ``"LSODA"``.
+    rtol, atol : float, default 1e-9, 1e-12
+        Tolerances of the solver. In a log chart every coordinate is a logarithm, held to ``rtol``
+        absolutely, and ``atol`` does not apply.
+    num_samples : int, default 2000
+        Size of the linear grid on which the loss is sampled, in addition to the solver's own steps
+        (which cluster at the drops) and a logarithmic grid.
+    times : 1-D array, optional
+        Sample exactly at these times instead (non-decreasing, within ``[0, t_end]``).
+    record_params : bool, default False
+        Also record ``Θ(t)`` and ``log‖θ_i(t)‖`` at every sample.
+    adaptive_rate : bool, default False
+        Use the neuron-wise rate ``η‖θ_i‖^{2−κ}`` of the paper's Appendix B.5.
+    progress : bool, default False
+        Show a progress bar (for runs longer than two seconds).
 
     Returns
     -------
-    Trajectory in GF time ``t``; its ``evaluations`` counts the utility-gradient evaluations.
+    Trajectory
+        The loss (and, with ``record_params``, the parameters and log-norms) in GF time ``t``; its
+        ``evaluations`` counts the utility-gradient evaluations.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (``t_end`` or ``eta`` not positive, an unknown ``method``,
+        ``times`` not within ``[0, t_end]``, ``theta0`` of the wrong shape, not finite or with a
+        zero row).
+    TypeError
+        If an argument has the wrong type (``network`` not a
+        :class:`~agf_lib.network.TwoLayerNetwork`, ``data`` not a pair).
+    RuntimeError
+        If the solver fails.
+    FloatingPointError
+        If a norm overflows float64 (use a smaller ``t_end`` or ``eta``).
     """
     network = check_network(network)
     X, y = unpack_data(network, data)
@@ -201,12 +231,41 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
 
 
 def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, num_samples=2000, record_params=False):
-    """Fixed-step gradient descent ``Θ ← Θ − η∇L(Θ)`` in plain coordinates: how the paper's public
-    notebooks train. Step ``k`` is reported at GF time ``k·η``.
+    """Fixed-step gradient descent ``Θ ← Θ − η∇L(Θ)`` in plain coordinates.
 
-    The loss gradient is the utility gradient at the full residual, ``∇_{θ_i}L(Θ) = −∇U_i(θ_i; y − f(Θ))``,
-    so every network's closed form serves here too. Use it side by side with :func:`gradient_flow`,
-    which is faster and more accurate.
+    This is how the paper's public notebooks train; step ``k`` is reported at GF time ``k·η``. The
+    loss gradient is the utility gradient at the full residual,
+    ``∇_{θ_i}L(Θ) = −∇U_i(θ_i; y − f(Θ))``, so every network's closed form serves here too. Use it
+    side by side with :func:`gradient_flow`, which is faster and more accurate.
+
+    Parameters
+    ----------
+    network : TwoLayerNetwork
+        The network.
+    data : tuple
+        The pair ``(X, y)``, as for :func:`gradient_flow`.
+    theta0 : (H, P) array
+        Initial parameters.
+    t_end : float
+        Final GF time; the run takes ``ceil(t_end / eta)`` steps.
+    eta : float, default 1e-3
+        Step size.
+    num_samples : int, default 2000
+        About how many steps are recorded (every ``max(1, steps // num_samples)``-th, and the last).
+    record_params : bool, default False
+        Also record ``Θ`` at every recorded step.
+
+    Returns
+    -------
+    Trajectory
+        The loss (and, with ``record_params``, the parameters) in GF time ``t``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range.
+    FloatingPointError
+        If the loss diverges (use a smaller ``eta``).
     """
     network = check_network(network)
     X, y = unpack_data(network, data)

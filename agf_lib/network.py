@@ -6,9 +6,10 @@ neuron) and inputs ``X`` of shape ``(n, d)`` to every neuron's output ``f_i(x; �
 ``kappa`` in its own parameters, ``f_i(x; sθ_i) = s^κ f_i(x; θ_i)`` for ``s > 0``.
 
 Loss and utility follow the paper's Section 2 (Eq. 1), with the mean over samples and the sum
-over output coordinates:
+over output coordinates::
 
-    L(Θ) = E_x[½‖y(x) − Σ_i f_i(x; θ_i)‖²],      U_i(θ_i; r) = E_x[⟨f_i(x; θ_i), r(x)⟩],
+    L(Θ) = E_x[½‖y(x) − Σ_i f_i(x; θ_i)‖²]
+    U_i(θ_i; r) = E_x[⟨f_i(x; θ_i), r(x)⟩]
 
 where ``r`` is the residual of the active neurons.
 """
@@ -25,7 +26,17 @@ __all__ = ["TwoLayerNetwork", "FeedForwardNetwork", "as_data", "loss", "utility"
 
 
 def as_data(X, y):
-    """Validate a data pair and return float64 arrays ``X`` of shape (n, d) and ``y`` of shape (n, c)."""
+    """Validate a data pair and return float64 arrays ``X`` of shape ``(n, d)`` and ``y`` of shape ``(n, c)``.
+
+    A ``y`` of shape ``(n,)`` becomes ``(n, 1)``.
+
+    Raises
+    ------
+    TypeError
+        If ``X`` or ``y`` is not a real NumPy array or torch tensor.
+    ValueError
+        If the shapes do not match, or an entry is not finite.
+    """
     expected = "a numpy array or torch tensor"
     X, y = real_array(X, "X", expected=expected), real_array(y, "y", expected=expected)
     if X.ndim != 2:
@@ -38,18 +49,54 @@ def as_data(X, y):
 
 
 class TwoLayerNetwork:
-    """Base class: subclasses set ``kappa``, ``num_neurons``, ``num_params``, ``output_dim`` and ``input_dim``.
+    """Base class of the library's networks, given neuron by neuron.
 
-    Every method takes and returns float64 NumPy arrays. A subclass provides its outputs in one of two ways:
+    Every method takes and returns float64 NumPy arrays. A subclass sets the attributes below and
+    provides its outputs in one of two ways:
 
-    * the fast path: :meth:`neuron_outputs` and :meth:`utility_gradient` in closed form, in NumPy
+    - the fast path: :meth:`neuron_outputs` and :meth:`utility_gradient` in closed form, in NumPy
       (every network of the library does this); or
-    * the fallback: :meth:`torch_outputs`, the same outputs written with torch operations, from which
+    - the fallback: :meth:`torch_outputs`, the same outputs written with torch operations, from which
       :meth:`neuron_outputs` and :meth:`utility_gradient` are derived (the gradient by autograd).
 
-    On the book's sizes (H ≤ 100 neurons, n ≤ 1000 samples) a NumPy evaluation costs tens of µs and
-    a torch one hundreds, nearly all of it per-operation overhead: the engines call these methods
-    thousands of times, so the closed form decides their speed.
+    The engines call these methods thousands of times, and the torch fallback is much slower per
+    call, so the closed form decides their speed.
+
+    The engines integrate each neuron in polar coordinates of a chart ``φ_i = C(θ_i)``, a linear
+    isometry of the neuron's parameters (:meth:`to_chart`, :meth:`from_chart`; the identity unless a
+    subclass overrides them, with the chart methods below). A good chart makes what a neuron's
+    direction must remember a coordinate of its own: a diagonal neuron far from the origin has
+    direction ``(1, α²/‖θ‖²)`` in ``(u + v, u − v)/√2``, whereas in ``(u, v)`` the same fact is a
+    difference of two numbers near ``1/√2``, lost in float64 once ``‖θ‖ ≫ 1e8 α``.
+
+    Attributes
+    ----------
+    kappa : float
+        Degree of homogeneity of each neuron in its own parameters.
+    num_neurons : int
+        ``H``, the number of neurons (rows of ``theta``).
+    num_params : int
+        ``P``, the number of parameters of a neuron (columns of ``theta``).
+    input_dim : int
+        ``d``, the number of columns of ``X``.
+    output_dim : int
+        ``c``, the number of output coordinates.
+    has_chart : bool
+        Whether the network overrides the chart; the engines then control the error of direction
+        components relatively. Default False.
+    sign_preserving_chart : bool
+        Whether the chart coordinates keep their signs under gradient flow, each one's velocity
+        proportional to itself (a diagonal neuron's ``p`` and ``q`` follow ``dp/dt = ηgp`` and
+        ``dq/dt = −ηgq``); such a network provides :meth:`log_gradient_function`, has κ = 2, and
+        gradient flow integrates the logarithms of its coordinates. Default False.
+    quadratic_utility : bool
+        Whether every neuron's utility is a quadratic form in its parameters (κ = 2, the output
+        linear in each of two blocks: linear and diagonal networks); AGF then solves the utility flow
+        in closed form. Default False.
+    neurons_share_inputs : bool
+        Whether all neurons compute the same function of their own parameters and the input (no
+        neuron-specific input ``g_i(x)``, unlike the diagonal network), so that any subset of rows is a
+        network of its own. Default False.
     """
 
     kappa: float
@@ -60,12 +107,33 @@ class TwoLayerNetwork:
 
     def torch_outputs(self, theta, X):
         """Every neuron's output as a torch tensor of shape ``(H, n, c)``, from torch tensors ``theta``
-        and ``X``: implement it (and nothing else) for a network without closed forms."""
+        and ``X``.
+
+        Implement it (and nothing else) for a network without closed forms.
+
+        Raises
+        ------
+        NotImplementedError
+            Unless a subclass implements it.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement neuron_outputs and utility_gradient "
                                   "(NumPy, closed form) or torch_outputs (torch, differentiated by autograd)")
 
     def neuron_outputs(self, theta, X):
-        """Every neuron's output ``f_i(x_n; θ_i)``: array of shape ``(H, n, c)``."""
+        """Every neuron's output ``f_i(x_n; θ_i)``.
+
+        Parameters
+        ----------
+        theta : (H, P) array
+            Parameters, one row per neuron.
+        X : (n, d) array
+            Inputs.
+
+        Returns
+        -------
+        (H, n, c) array
+            The outputs of each neuron.
+        """
         import torch
 
         with torch.no_grad():
@@ -77,7 +145,24 @@ class TwoLayerNetwork:
         return self.neuron_outputs(theta, X).sum(0)
 
     def utility_gradient(self, theta, X, residual):
-        """Utilities ``U_i(θ_i; r)`` (shape ``(H,)``) and their gradients ``∇_{θ_i} U_i`` (shape ``(H, P)``)."""
+        """Utilities ``U_i(θ_i; r)`` and their gradients ``∇_{θ_i} U_i``.
+
+        Parameters
+        ----------
+        theta : (H, P) array
+            Parameters, one row per neuron.
+        X : (n, d) array
+            Inputs.
+        residual : (n, c) array
+            The residual ``r``.
+
+        Returns
+        -------
+        U : (H,) array
+            The utilities.
+        grad : (H, P) array
+            Their gradients.
+        """
         import torch
 
         theta = torch.tensor(np.asarray(theta, dtype=float), requires_grad=True)
@@ -113,9 +198,11 @@ class TwoLayerNetwork:
     neurons_share_inputs = False
 
     def to_chart(self, theta):
+        """Chart coordinates ``φ`` of parameters ``theta``, shape ``(H, P)``; the identity by default."""
         return theta
 
     def from_chart(self, phi):
+        """Parameters of chart coordinates ``phi`` (also maps gradients back); the identity by default."""
         return phi
 
     def chart_outputs(self, phi, X):
@@ -127,30 +214,80 @@ class TwoLayerNetwork:
         return self.utility_gradient(phi, X, residual)
 
     def weighted_output(self, phi, X, weights):
-        """``Σ_i weights_i f_i(x_n; φ_i)`` for chart coordinates ``phi``, shape ``(n, c)``: what the engines
-        evaluate, with ``weights_i = ‖θ_i‖^κ`` and unit directions ``phi``. Override it where the sum is
-        cheaper than the ``(H, n, c)`` array of every neuron's output."""
+        """The weighted output ``Σ_i weights_i f_i(x_n; φ_i)`` for chart coordinates ``phi``.
+
+        This is what the engines evaluate, with ``weights_i = ‖θ_i‖^κ`` and unit directions ``phi``.
+        Override it where the sum is cheaper than the ``(H, n, c)`` array of every neuron's output.
+
+        Parameters
+        ----------
+        phi : (H, P) array
+            Chart coordinates.
+        X : (n, d) array
+            Inputs.
+        weights : (H,) array
+            Weight of each neuron.
+
+        Returns
+        -------
+        (n, c) array
+        """
         return np.einsum("h,hnc->nc", weights, self.chart_outputs(phi, X))
 
     def chart_residual_gradient(self, phi, X, y, weights):
-        """``(r, ∇U)``: the residual ``r = y − Σ_i weights_i f_i(x; φ_i)`` and the utility gradients
-        ``∇U_i(φ_i; r)`` in chart coordinates, what both engines evaluate at every step of gradient flow.
-        By default :meth:`weighted_output`, then :meth:`~agf_lib.network.TwoLayerNetwork.chart_utility_gradient`; a network whose two
-        share work (its pre-activations ``w_iᵀx``) overrides it to do that work once."""
+        """The residual and the utility gradients at it, in chart coordinates.
+
+        This is what both engines evaluate at every step of gradient flow. By default
+        :meth:`weighted_output`, then
+        :meth:`~agf_lib.network.TwoLayerNetwork.chart_utility_gradient`; a network whose two share
+        work (its pre-activations ``w_iᵀx``) overrides it to do that work once.
+
+        Parameters
+        ----------
+        phi : (H, P) array
+            Chart coordinates.
+        X : (n, d) array
+            Inputs.
+        y : (n, c) array
+            Targets.
+        weights : (H,) array
+            Weight of each neuron, as in :meth:`weighted_output`.
+
+        Returns
+        -------
+        r : (n, c) array
+            The residual ``y − Σ_i weights_i f_i(x; φ_i)``.
+        grad : (H, P) array
+            The utility gradients ``∇U_i(φ_i; r)``.
+        """
         residual = y - self.weighted_output(phi, X, weights)
         return residual, self.chart_utility_gradient(phi, X, residual)[1]
 
     def gradient_function(self, X, y, index=None):
-        """The map ``(phi, weights) ↦ ∇U`` of :meth:`chart_residual_gradient` (the utility gradients at the residual,
-        without the residual) for fixed data, prepared once: what the engines call at every step. By default it
-        calls :meth:`chart_residual_gradient`; a network whose gradient needs only moments of the data overrides
-        it (linear and diagonal networks: ``E[xxᵀ]`` and ``E[yxᵀ]``, so that a call costs ``O(d²)`` whatever ``n``).
+        """The map ``(phi, weights) ↦ ∇U`` of :meth:`chart_residual_gradient` for fixed data, prepared once.
 
-        With ``index`` (an integer array), the map of the neurons in ``index`` alone, the others switched off:
-        it takes and returns their rows only (an AGF cost step, which moves the active neurons). When the
-        neurons share their inputs that is the same map on fewer rows; otherwise, by default, the whole
-        network is evaluated with the other neurons weighted zero (at a fixed unit direction, where every
-        network's outputs are finite)."""
+        The map returns the utility gradients at the residual, without the residual; the engines call
+        it at every step. By default it calls :meth:`chart_residual_gradient`; a network whose gradient
+        needs only moments of the data overrides it (linear and diagonal networks: ``E[xxᵀ]`` and
+        ``E[yxᵀ]``, so that a call costs ``O(d²)`` whatever ``n``).
+
+        Parameters
+        ----------
+        X : (n, d) array
+            Inputs.
+        y : (n, c) array
+            Targets.
+        index : integer array, optional
+            The map of the neurons in ``index`` alone, the others switched off: it takes and returns
+            their rows only (an AGF cost step, which moves the active neurons). When the neurons share
+            their inputs that is the same map on fewer rows; otherwise, by default, the whole network
+            is evaluated with the other neurons weighted zero.
+
+        Returns
+        -------
+        callable
+            ``gradient(phi, weights)``, returning an array of the shape of ``phi``.
+        """
         if index is None or self.neurons_share_inputs:
             def gradient(phi, weights):
                 return self.chart_residual_gradient(phi, X, y, weights)[1]
@@ -164,25 +301,61 @@ class TwoLayerNetwork:
         return gradient_of_subset
 
     def log_gradient_function(self, X, y, index=None):
-        """For a ``sign_preserving_chart``: the map ``s ↦ (∂U_i/∂φ_ik)/φ_ik`` at ``φ_ik = ±e^{s_ik}``, the
-        residual being that of all neurons (shape (H, P) to (H, P)), prepared once for fixed data: the velocity
-        of gradient flow in the logarithms of the chart coordinates at η = 1. It must not depend on the signs
-        (the diagonal network's depends on p² and q² only), and is written without the division, so that a
-        coordinate whose ``e^{s}`` underflows keeps its velocity. With ``index``, the map of the neurons in
-        ``index`` alone, the others switched off, as in :meth:`gradient_function` (an AGF cost step).
+        """For a ``sign_preserving_chart``: the velocity of gradient flow in the logarithms of the chart
+        coordinates, for fixed data, prepared once.
 
-        What the flow it defines conserves must be linear in ``s`` (the diagonal network's flow conserves
-        ``s_p + s_q = log|pq|`` for each neuron): AGF ends its cost steps with Newton steps in the span of
-        this map's Jacobian, which keep linear invariants exactly and would move any other."""
+        The map is ``s ↦ (∂U_i/∂φ_ik)/φ_ik`` at ``φ_ik = ±e^{s_ik}`` and η = 1, the residual being that
+        of all neurons. It must not depend on the signs (the diagonal network's depends on ``p²`` and
+        ``q²`` only), and is written without the division, so that a coordinate whose ``e^{s}``
+        underflows keeps its velocity. What the flow it defines conserves must be linear in ``s`` (the
+        diagonal network's flow conserves ``s_p + s_q = log|pq|`` for each neuron): AGF ends its cost
+        steps with Newton steps in the span of this map's Jacobian, which keep linear invariants
+        exactly and would move any other.
+
+        Parameters
+        ----------
+        X : (n, d) array
+            Inputs.
+        y : (n, c) array
+            Targets.
+        index : integer array, optional
+            The map of the neurons in ``index`` alone, the others switched off, as in
+            :meth:`gradient_function` (an AGF cost step).
+
+        Returns
+        -------
+        callable
+            The map, from ``s`` of shape ``(H, P)`` to an array of that shape.
+
+        Raises
+        ------
+        NotImplementedError
+            For a network without a sign-preserving chart.
+        """
         raise NotImplementedError(f"{type(self).__name__} has no sign-preserving chart")
 
     def batched_weighted_output(self, phi, X, weights):
-        """:meth:`weighted_output` of every snapshot of a stack: ``phi`` of shape ``(T, H, P)`` and ``weights`` of
-        shape ``(T, H)`` give ``(T, n, c)``; the engines sample a trajectory's loss this way. By default, when the
-        neurons share their inputs and a snapshot's outputs are few, the stack is evaluated as one network of
-        ``T·H`` neurons, and otherwise one snapshot at a time; the library's networks override it with one
-        evaluation that never forms the ``(T, H, n, c)`` array of every neuron's output. Callers keep ``T·H·n·c``
-        moderate (chunks)."""
+        """:meth:`weighted_output` of every snapshot of a stack; the engines sample a trajectory's loss
+        this way.
+
+        By default, when the neurons share their inputs and a snapshot's outputs are few, the stack is
+        evaluated as one network of ``T·H`` neurons, and otherwise one snapshot at a time; the
+        library's networks override it with one evaluation that never forms the ``(T, H, n, c)`` array
+        of every neuron's output. Callers keep ``T·H·n·c`` moderate (in chunks).
+
+        Parameters
+        ----------
+        phi : (T, H, P) array
+            Chart coordinates of each snapshot.
+        X : (n, d) array
+            Inputs.
+        weights : (T, H) array
+            Weights of each snapshot.
+
+        Returns
+        -------
+        (T, n, c) array
+        """
         T, H, P = phi.shape
         if not self.neurons_share_inputs or H * X.shape[0] * self.output_dim > 1024:
             # above about 1 700 outputs per snapshot the (T, H, n, c) array costs more than it saves (measured)
@@ -191,7 +364,22 @@ class TwoLayerNetwork:
         return np.einsum("thnc,th->tnc", outputs.reshape(T, H, *outputs.shape[1:]), weights)
 
     def check_theta(self, theta, *, name="theta"):
-        """Validate parameters and return them as a float64 array of shape ``(H, P)``."""
+        """Validate parameters and return them as a float64 array of shape ``(H, P)``.
+
+        Parameters
+        ----------
+        theta : array or torch tensor
+            The parameters.
+        name : str, default "theta"
+            Their name in error messages.
+
+        Raises
+        ------
+        TypeError
+            If ``theta`` is not a NumPy array or torch tensor of real numbers.
+        ValueError
+            If it has the wrong shape, or an entry is not finite.
+        """
         if not (isinstance(theta, np.ndarray) or type(theta).__module__.startswith("torch")):
             raise TypeError(f"{name} must be a numpy array or torch tensor, got {type(theta).__name__}")
         theta = as_float_array(theta, name)
@@ -203,7 +391,21 @@ class TwoLayerNetwork:
         return theta
 
     def check_data(self, X, y):
-        """Validate data against this network's input and output sizes."""
+        """Validate data against this network's input and output sizes.
+
+        Returns
+        -------
+        X : (n, d) array
+        y : (n, c) array
+            The data as float64 arrays (a ``y`` of shape ``(n,)`` becomes ``(n, 1)``).
+
+        Raises
+        ------
+        TypeError
+            If ``X`` or ``y`` is not a real NumPy array or torch tensor.
+        ValueError
+            If the shapes do not match each other or the network, or an entry is not finite.
+        """
         X, y = as_data(X, y)
         if X.shape[1] != self.input_dim:
             raise ValueError(f"X must have {self.input_dim} columns for this network, got {X.shape[1]}")
@@ -213,14 +415,57 @@ class TwoLayerNetwork:
 
 
 def loss(network, theta, X, y):
-    """The loss ``L(Θ) = E_x[½‖y − f(x; Θ)‖²]`` (mean over samples, sum over outputs), as a float."""
+    """The loss ``L(Θ) = E_x[½‖y − f(x; Θ)‖²]``, the mean over samples of the sum over outputs.
+
+    Parameters
+    ----------
+    network : TwoLayerNetwork
+        The network.
+    theta : (H, P) array
+        Parameters.
+    X : (n, d) array
+        Inputs.
+    y : (n,) or (n, c) array
+        Targets.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError, ValueError
+        If the arguments do not fit the network (see :meth:`TwoLayerNetwork.check_theta` and
+        :meth:`TwoLayerNetwork.check_data`).
+    """
     X, y = network.check_data(X, y)
     theta = network.check_theta(theta)
     return float(0.5 * ((y - network(theta, X)) ** 2).sum() / X.shape[0])
 
 
 def utility(network, theta, X, residual):
-    """Each neuron's utility ``U_i(θ_i; r) = E_x[⟨f_i(x; θ_i), r(x)⟩]`` (paper Eq. 1), shape ``(H,)``."""
+    """Each neuron's utility ``U_i(θ_i; r) = E_x[⟨f_i(x; θ_i), r(x)⟩]`` (paper Eq. 1).
+
+    Parameters
+    ----------
+    network : TwoLayerNetwork
+        The network.
+    theta : (H, P) array
+        Parameters.
+    X : (n, d) array
+        Inputs.
+    residual : (n,) or (n, c) array
+        The residual ``r``.
+
+    Returns
+    -------
+    (H,) array
+
+    Raises
+    ------
+    TypeError, ValueError
+        If the arguments do not fit the network, as for :func:`loss`.
+    """
     X, residual = network.check_data(X, residual)
     theta = network.check_theta(theta)
     return np.einsum("hnc,nc->h", network.neuron_outputs(theta, X), residual) / X.shape[0]
@@ -237,11 +482,29 @@ ACTIVATIONS = {
 class FeedForwardNetwork(TwoLayerNetwork):
     """``f(x; Θ) = Σ_i a_i σ(w_iᵀx)``, the paper's two-layer network with ``g_i(x) = x``.
 
-    Each row of ``theta`` is ``θ_i = (w_i, a_i)`` with ``w_i ∈ R^d`` then ``a_i ∈ R^c`` (``P = d + c``).
-    ``activation`` is one of ``"linear"`` (κ = 2), ``"relu"`` (κ = 2) or ``"square"`` (κ = 3).
-    With ``z_in = w_iᵀx_n`` and ``m_in = ⟨a_i, r_n⟩`` the utility and its gradient are closed forms:
+    Each row of ``theta`` is ``θ_i = (w_i, a_i)`` with ``w_i ∈ R^d`` then ``a_i ∈ R^c``
+    (``P = d + c``). With ``z_in = w_iᵀx_n`` and ``m_in = ⟨a_i, r_n⟩`` the utility and its gradient
+    are closed forms::
 
-        U_i = E_n[σ(z_in) m_in],   ∇_{w_i} U_i = E_n[σ'(z_in) m_in x_n],   ∇_{a_i} U_i = E_n[σ(z_in) r_n].
+        U_i = E_n[σ(z_in) m_in]
+        ∇_{w_i} U_i = E_n[σ'(z_in) m_in x_n]
+        ∇_{a_i} U_i = E_n[σ(z_in) r_n]
+
+    Parameters
+    ----------
+    d : int
+        Input dimension.
+    H : int
+        Number of neurons.
+    c : int, default 1
+        Output dimension.
+    activation : str, default "linear"
+        ``"linear"`` (κ = 2), ``"relu"`` (κ = 2) or ``"square"`` (κ = 3).
+
+    Raises
+    ------
+    ValueError
+        If ``activation`` is unknown, or a size is not a positive integer.
     """
 
     def __init__(self, d, H, c=1, *, activation="linear"):
@@ -289,7 +552,19 @@ class FeedForwardNetwork(TwoLayerNetwork):
         return np.matmul((self.sigma(z) * weights[..., None]).swapaxes(1, 2), phi[..., self.input_dim :])
 
     def initial_theta(self, *, alpha, seed=0):
-        """The paper's initialization ``a_i ~ N(0, α²/(2c) I)``, ``w_i ~ N(0, α²/(2d) I)``, seeded."""
+        """The paper's initialization ``a_i ~ N(0, α²/(2c) I)``, ``w_i ~ N(0, α²/(2d) I)``.
+
+        Parameters
+        ----------
+        alpha : float
+            Initialization scale α, positive.
+        seed : int, default 0
+            Seed of the random generator.
+
+        Returns
+        -------
+        (H, d + c) array
+        """
         alpha = check_positive(alpha, "alpha")
         rng = np.random.default_rng(seed)
         w = rng.normal(0.0, alpha / math.sqrt(2 * self.input_dim), (self.num_neurons, self.input_dim))

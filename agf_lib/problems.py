@@ -75,8 +75,8 @@ class Problem:
     jumps_reproduced : int
         How many of the closed form's jumps both engines reproduce at this problem's width: all of them,
         except where too few neurons commit to the first feature for a second one to follow within a
-        few times the predicted time (the modular and group problems: gradient flow, too, then
-        learns only the first feature whole by 2.5 times the limit's last jump, measured).
+        few times the predicted time (the modular and group problems, where gradient flow, too,
+        learns only the first feature whole within that time).
     level_outputs : callable
         ``level_outputs(state)``: the network's outputs on ``X`` (shape ``(n, c)``) when it computes the
         function of a closed-form level, ``state`` being that level's ``Staircase.states[k]``.
@@ -97,17 +97,31 @@ class Problem:
     level_outputs: Callable[[Any], np.ndarray] = field(repr=False)
 
     def time_scale(self, alpha):
-        """GF time per unit of the rescaled time of :attr:`limit` (``log(1/α)`` for ``t/log(1/α)``)."""
+        """GF time per unit of the rescaled time of :attr:`limit` at initialization scale ``alpha``.
+
+        ``log(1/α)`` for ``t/log(1/α)``.
+        """
         return 1.0 / self.limit.time_unit.factor(alpha)
 
     def rescaled(self, result, alpha):
-        """``result`` (a :class:`Trajectory` or :class:`Staircase`) in the unit of :attr:`limit`."""
+        """``result`` in the unit of :attr:`limit`.
+
+        Parameters
+        ----------
+        result : Trajectory or Staircase
+            A result in GF time (or any convertible unit).
+        alpha : float
+            The initialization scale, in ``(0, 1)``.
+        """
         return result.in_units(self.limit.time_unit, alpha)
 
     def t_end(self, alpha):
-        """A GF time by which the reproduced jumps at α are over: a quarter past the last of them in the
-        exact closed form, or twice the limit's times ``log(1/α)`` (at finite α the jumps come later
-        than the limit says, by a fraction of order ``1/log(1/α)``)."""
+        """A GF time by which the reproduced jumps at ``alpha`` are over.
+
+        A quarter past the last of them in the exact closed form, or twice the limit's times
+        ``log(1/α)`` (at finite α the jumps come later than the limit says, by a fraction of order
+        ``1/log(1/α)``).
+        """
         if self.exact:
             return 1.25 * float(self.closed_form(alpha).times[self.jumps_reproduced])
         return 2.0 * float(self.limit.times[self.jumps_reproduced]) * self.time_scale(alpha)
@@ -310,7 +324,19 @@ def names():
 
 
 def get(name):
-    """The standard problem called ``name`` (one of :func:`names`); built once, then shared."""
+    """The standard problem called ``name`` (one of :func:`names`); built once, then shared.
+
+    Returns
+    -------
+    Problem
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown; the message lists the names.
+    TypeError
+        If ``name`` is not a string.
+    """
     if not isinstance(name, str):
         raise TypeError(f"name must be a string, got {type(name).__name__}")
     if name not in _BUILDERS:

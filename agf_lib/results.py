@@ -20,9 +20,20 @@ class TimeUnit:
     The rescaled units are the ones in which AGF's jump times have an α → 0 limit:
     ``t/log(1/α)`` (κ = 2, or any κ with the per-neuron rate η‖θ‖^{2−κ}; :data:`LOG_TIME`) and
     ``t·α^{κ−2}`` (κ ≥ 3 with the plain rate; :meth:`alpha_power`). A unit made by
-    :meth:`Trajectory.rescale_time` with a hand-given factor has only a ``label`` and cannot be converted.
+    :meth:`Trajectory.rescale_time` with a hand-given factor has only a ``label`` and cannot be
+    converted. ``unit.factor(alpha)`` is what GF time is multiplied by to get this unit;
+    ``str(unit)`` is the axis label.
 
-    ``unit.factor(alpha)`` is what GF time is multiplied by to get this unit; ``str(unit)`` the axis label.
+    Parameters
+    ----------
+    label : str, default "t"
+        The axis label.
+    power : int, default 0
+        The power of α in the unit, ``κ − 2`` for ``t·α^{κ−2}``.
+    logarithmic : bool, default False
+        Whether the unit divides by ``log(1/α)``.
+    convertible : bool, default True
+        False for a unit known only by its label.
     """
 
     label: str = "t"
@@ -33,7 +44,13 @@ class TimeUnit:
 
     @classmethod
     def alpha_power(cls, power):
-        """``t·α^power``, the rescaled time of plain-rate κ = power + 2 (κ = 3: ``t·α``)."""
+        """``t·α^power``, the rescaled time of plain-rate κ = power + 2 (κ = 3: ``t·α``).
+
+        Raises
+        ------
+        ValueError
+            If ``power`` is not a positive integer.
+        """
         if isinstance(power, bool) or not isinstance(power, (int, np.integer)) or power < 1:
             raise ValueError(f"power must be a positive integer (κ − 2), got {power!r}")
         power = int(power)
@@ -48,7 +65,20 @@ class TimeUnit:
 
     @classmethod
     def parse(cls, unit):
-        """``unit`` as a :class:`TimeUnit`: a TimeUnit, or the label of a standard one (spaces ignored)."""
+        """``unit`` as a :class:`TimeUnit`.
+
+        Parameters
+        ----------
+        unit : TimeUnit or str
+            A unit, returned as it is, or a label: ``"t"``, ``"t/log(1/α)"``, ``"t·α"`` or
+            ``"t·α^k"`` give the standard units (spaces ignored), any other label a
+            :meth:`custom` unit.
+
+        Raises
+        ------
+        TypeError
+            If ``unit`` is neither a :class:`TimeUnit` nor a non-empty string.
+        """
         if isinstance(unit, TimeUnit):
             return unit
         if not isinstance(unit, str):
@@ -65,7 +95,25 @@ class TimeUnit:
         return cls.custom(unit)
 
     def factor(self, alpha):
-        """The factor from GF time to this unit at initialization scale ``alpha`` (0 < α < 1 when rescaled)."""
+        """The factor from GF time to this unit at initialization scale ``alpha``.
+
+        Parameters
+        ----------
+        alpha : float
+            The initialization scale, in ``(0, 1)`` for a rescaled unit (ignored for GF time).
+
+        Returns
+        -------
+        float
+            What GF time is multiplied by to get this unit.
+
+        Raises
+        ------
+        ValueError
+            If the unit is not convertible (set by hand), or ``alpha`` is not in ``(0, 1)``.
+        TypeError
+            If ``alpha`` is not a real number.
+        """
         if not self.convertible:
             raise ValueError(f"the time unit {self.label!r} was set by hand and cannot be converted")
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
@@ -92,14 +140,36 @@ class _TimeAxis:
     """The time conversions of both result types (their ``times`` and ``time_unit``)."""
 
     def rescale_time(self, factor, *, unit=None):
-        """A copy with every time multiplied by ``factor``, labelled ``unit`` (for units with no α;
-        for the standard rescalings use :meth:`in_units`)."""
+        """A copy with every time multiplied by ``factor``, labelled ``unit``.
+
+        For units with no α; for the standard rescalings use :meth:`in_units`.
+
+        Parameters
+        ----------
+        factor : float
+            Positive factor.
+        unit : TimeUnit or str, optional
+            The new unit; by default a custom unit labelled ``"{factor}·{old unit}"``.
+        """
         factor = check_positive(factor, "factor")
         unit = TimeUnit.parse(unit) if unit is not None else TimeUnit.custom(f"{factor:.4g}·{self.time_unit}")
         return replace(self, times=self.times * factor, time_unit=unit)
 
     def in_units(self, unit, alpha):
-        """A copy with its times converted to ``unit`` (a :class:`TimeUnit` or a standard label) at scale ``alpha``."""
+        """A copy with its times converted to ``unit`` at initialization scale ``alpha``.
+
+        Parameters
+        ----------
+        unit : TimeUnit or str
+            The target unit, or the label of a standard one (see :meth:`TimeUnit.parse`).
+        alpha : float
+            The initialization scale, in ``(0, 1)``.
+
+        Raises
+        ------
+        ValueError
+            If either unit cannot be converted (a custom unit), or ``alpha`` is not in ``(0, 1)``.
+        """
         unit = TimeUnit.parse(unit)
         factor = unit.factor(alpha) / self.time_unit.factor(alpha)
         return replace(self, times=self.times * factor, time_unit=unit)
@@ -118,12 +188,18 @@ class Trajectory(_TimeAxis):
     params : (T, H, P) array or None
         Parameter snapshots ``Θ(t)`` when they were recorded.
     log_norms : (T, H) array or None
-        ``log ||θ_i(t)||`` per neuron; exact even where ``params`` underflows (α down to 1e-100).
+        ``log‖θ_i(t)‖`` per neuron; exact even where ``params`` underflows (α down to 1e-100).
     time_unit : TimeUnit
         How ``times`` is measured (:data:`GF_TIME` by default); a standard label such as
         ``"t/log(1/α)"`` is accepted and parsed.
     evaluations : int or None
         How many utility gradients the engine evaluated to compute it (its unit of work).
+
+    Raises
+    ------
+    ValueError
+        If ``times`` is not a non-empty, finite, non-decreasing 1-D array, or the other arrays do
+        not match its length.
     """
 
     times: np.ndarray
@@ -164,19 +240,42 @@ class Trajectory(_TimeAxis):
             object.__setattr__(self, "log_norms", log_norms)
 
     def loss_at(self, t):
-        """Loss at time(s) ``t`` by linear interpolation between samples."""
+        """Loss at time(s) ``t``, by linear interpolation between samples.
+
+        Parameters
+        ----------
+        t : float or array
+            Time(s), in the trajectory's unit.
+
+        Returns
+        -------
+        float or array
+            The loss, of the shape of ``t``.
+        """
         return np.interp(t, self.times, self.losses)
 
 
 @dataclass(frozen=True)
 class StaircaseComparison:
-    """Jump-by-jump comparison of a staircase with a trajectory (see :meth:`Staircase.compare`).
+    """Jump-by-jump comparison of a staircase with a trajectory, made by :meth:`Staircase.compare`.
 
-    ``jump_times[k]`` and ``trajectory_jump_times[k]`` are the k-th jump (k = 1, 2, ...) of the
-    staircase and of the trajectory; ``time_errors`` their relative difference (``inf`` when the
-    trajectory never makes that drop). ``plateau_losses[k]`` is the trajectory's loss in the middle
-    of its k-th plateau (k = 0 before the first drop) and ``level_errors[k]`` its relative
-    difference from ``levels[k]`` (relative to ``1e-12 * levels[0]`` for a level that is zero).
+    ``str()`` of it is a table of both.
+
+    Attributes
+    ----------
+    jump_times : (K,) array
+        The staircase's jump times; entry ``k-1`` is jump ``k``.
+    trajectory_jump_times : (K,) array
+        The trajectory's jump times (``inf`` where it never makes that drop).
+    time_errors : (K,) array
+        Their relative difference (``inf`` where the trajectory never makes that drop).
+    levels : (K+1,) array
+        The staircase's loss levels.
+    plateau_losses : (K+1,) array
+        The trajectory's loss in the middle of each plateau (entry 0 before the first drop).
+    level_errors : (K+1,) array
+        Relative difference of ``plateau_losses`` from ``levels`` (relative to
+        ``1e-12 * levels[0]`` for a level that is zero).
     """
 
     jump_times: np.ndarray
@@ -223,6 +322,12 @@ class Staircase(_TimeAxis):
         Why an engine's loop ended (see :func:`agf_lib.alternating_gradient_flow`); None for closed forms.
     evaluations : int or None
         Utility-gradient evaluations an engine made to compute it; None for closed forms.
+
+    Raises
+    ------
+    ValueError
+        If ``times`` and ``losses`` are not 1-D of equal length, ``times`` does not start at 0 and
+        never decrease, or ``order`` does not have one entry per jump.
     """
 
     times: np.ndarray
@@ -251,17 +356,42 @@ class Staircase(_TimeAxis):
 
     @property
     def num_jumps(self):
+        """Number of jumps ``K``."""
         return self.times.size - 1
 
     def level_at(self, t):
-        """Loss level held at time(s) ``t``: ``losses[k]`` for ``times[k] <= t < times[k+1]``."""
+        """Loss level held at time(s) ``t``: ``losses[k]`` for ``times[k] <= t < times[k+1]``.
+
+        Parameters
+        ----------
+        t : float or array
+            Time(s), in the staircase's unit.
+
+        Returns
+        -------
+        float or array
+            The level, of the shape of ``t``.
+        """
         k = np.searchsorted(self.times, np.asarray(t, dtype=float), side="right") - 1
         return self.losses[np.clip(k, 0, None)]
 
     def dormant_norms(self):
-        """``μ^(l)``, the largest norm of a neuron still dormant on level ``l``, for each level of an engine's
-        staircase (``states`` holding the parameters, ``active`` the active sets): the norms the paper's
-        jump-time recursion starts each wait from (Eqs. 7 and 9; :func:`agf_lib.escape.jump_times`)."""
+        """The largest norm ``μ^(l)`` of a neuron still dormant on each level ``l``.
+
+        These are the norms the paper's jump-time recursion starts each wait from (Eqs. 7 and 9;
+        :func:`agf_lib.escape.jump_times`).
+
+        Returns
+        -------
+        (K+1,) array
+            ``μ^(l)`` for each level.
+
+        Raises
+        ------
+        ValueError
+            If the staircase is not one of the AGF engine (``states`` holding the parameters,
+            ``active`` the active sets).
+        """
         states = [np.asarray(state, dtype=float) for state in self.states or ()]
         if self.active is None or not states or any(state.ndim != 2 for state in states):
             raise ValueError("dormant_norms needs a staircase of the AGF engine (parameters in states, and active sets)")
@@ -269,7 +399,23 @@ class Staircase(_TimeAxis):
                          for state, active in zip(states, self.active)])
 
     def steps(self, t_end=None):
-        """``(t, loss)`` arrays tracing the staircase as a step plot up to ``t_end``."""
+        """Arrays tracing the staircase as a step plot up to ``t_end``.
+
+        Parameters
+        ----------
+        t_end : float, optional
+            Where the plot ends, positive; by default 1.25 times the last jump time.
+
+        Returns
+        -------
+        t, loss : arrays
+            The corners of the steps, for ``plt.plot(t, loss, drawstyle="steps-post")``.
+
+        Raises
+        ------
+        ValueError
+            If ``t_end`` is not a finite positive number.
+        """
         if t_end is None:
             t_end = self.times[-1] * 1.25 + (self.times[-1] == 0)
         else:
@@ -288,7 +434,24 @@ class Staircase(_TimeAxis):
         The trajectory's k-th jump time is the first time, after its (k−1)-th, at which its loss
         falls below the midpoint ``(losses[k-1] + losses[k]) / 2`` of the two AGF levels. Its k-th
         plateau loss is its loss half-way between its k-th and (k+1)-th jump (for the last level, at
-        its final time). Both objects must use the same time unit.
+        its final time).
+
+        Parameters
+        ----------
+        trajectory : Trajectory
+            A trajectory in the same time unit as the staircase.
+
+        Returns
+        -------
+        StaircaseComparison
+            Jump times, plateau losses and their relative errors.
+
+        Raises
+        ------
+        TypeError
+            If ``trajectory`` is not a :class:`Trajectory`.
+        ValueError
+            If the time units differ (convert one with :meth:`in_units`).
         """
         if not isinstance(trajectory, Trajectory):
             raise TypeError(f"trajectory must be a Trajectory, got {type(trajectory).__name__}")
