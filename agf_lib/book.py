@@ -138,7 +138,8 @@ class timer:
 
     ``with timer("gf_wall") as clock: ...`` glues :func:`format_seconds` of the time under ``gf_wall``
     when the block ends; ``clock.seconds`` holds it as a float. ``name=None`` only measures. To cite the
-    total of several runs, put them in one block.
+    total of several runs, put them in one block; for a time that spans cells, call :meth:`start` and
+    :meth:`stop`.
     """
 
     def __init__(self, name=None):
@@ -147,14 +148,25 @@ class timer:
         self.name = name
         self.seconds = 0.0
 
-    def __enter__(self):
+    def start(self):
+        """Start measuring (for a time that spans cells: ``clock = timer("name").start()``)."""
         self._start = time.perf_counter()
         return self
 
-    def __exit__(self, *exc):
+    def stop(self):
+        """Stop, glue the time under the name, and return it in seconds."""
+        if not hasattr(self, "_start"):
+            raise RuntimeError("the timer was never started")
         self.seconds = time.perf_counter() - self._start
         if self.name is not None:
             _glue(self.name, format_seconds(self.seconds))
+        return self.seconds
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
         return False
 
 

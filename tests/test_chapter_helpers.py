@@ -79,6 +79,10 @@ def test_timer_measures_its_block():
         sum(range(1000))
     assert 0 <= clock.seconds < 5
     assert clock.name == "wall"
+    across_cells = timer("page").start()
+    assert 0 <= across_cells.stop() == across_cells.seconds < 5
+    with pytest.raises(RuntimeError, match="started"):
+        timer().stop()
 
 
 @pytest.mark.parametrize("seconds, text", [(0.0431, "0.043"), (3.44, "3.4"), (12.3, "12"), (0.0, "0"), (0.016, "0.016")])
