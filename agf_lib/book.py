@@ -171,22 +171,25 @@ class timer:
 
 
 def number_text(value, *, digits=2):
-    """A positive number as plain text with ``digits`` significant digits, powers of ten written out:
-    ``3.8×10⁻¹²``, ``10⁻⁸``, ``0.5``, ``12``. Numbers from 0.01 to 10⁵ are written as decimals.
+    """A number as plain text with ``digits`` significant digits, powers of ten written out:
+    ``3.8×10⁻¹²``, ``−10⁻⁸``, ``0.5``, ``12``, ``0``. Magnitudes from 0.01 to 10⁵ are written as decimals.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0 or not math.isfinite(value):
-        raise ValueError(f"value must be a finite positive number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"value must be a finite real number, got {value!r}")
     if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or digits < 1:
         raise ValueError(f"digits must be a positive integer, got {digits!r}")
-    rounded = float(f"{value:.{digits}g}")
+    if value == 0:
+        return "0"
+    sign = "−" if value < 0 else ""
+    rounded = float(f"{abs(value):.{digits}g}")
     if 0.01 <= rounded < 1e5:
-        return f"{rounded:.{digits}g}" if rounded < 10**digits else f"{rounded:.0f}"
+        return sign + (f"{rounded:.{digits}g}" if rounded < 10**digits else f"{rounded:.0f}")
     exponent = math.floor(math.log10(rounded))
     mantissa = round(rounded / 10.0**exponent, digits - 1)
     if mantissa >= 10:                         # rounding of the logarithm
         mantissa, exponent = mantissa / 10, exponent + 1
     power = "10" + str(exponent).translate(_SUPERSCRIPT)
-    return power if mantissa == 1 else f"{mantissa:.{digits}g}×{power}"
+    return sign + (power if mantissa == 1 else f"{mantissa:.{digits}g}×{power}")
 
 
 def alpha_text(alpha):

@@ -93,7 +93,8 @@ def test_wall_times_have_two_significant_digits_and_never_read_zero_point_zero(s
 @pytest.mark.parametrize(
     "value, digits, text",
     [(3.8e-12, 2, "3.8×10⁻¹²"), (1e-8, 2, "10⁻⁸"), (0.5, 2, "0.5"), (12.3, 2, "12"), (0.029, 2, "0.029"),
-     (123456, 2, "1.2×10⁵"), (9.999e-5, 2, "10⁻⁴"), (2.5e-7, 3, "2.5×10⁻⁷"), (1e-100, 2, "10⁻¹⁰⁰")],
+     (123456, 2, "1.2×10⁵"), (9.999e-5, 2, "10⁻⁴"), (2.5e-7, 3, "2.5×10⁻⁷"), (1e-100, 2, "10⁻¹⁰⁰"),
+     (0.0, 2, "0"), (-3.8e-12, 2, "−3.8×10⁻¹²"), (-0.25, 2, "−0.25")],
 )
 def test_number_text_writes_powers_of_ten_out(value, digits, text):
     assert number_text(value, digits=digits) == text
@@ -115,6 +116,10 @@ def test_alpha_is_written_one_way_in_text_and_in_figures(alpha, text, label):
 def test_alpha_text_rejects_what_is_not_a_scale(bad):
     with pytest.raises(ValueError, match="alpha"):
         alpha_text(bad)
+
+
+@pytest.mark.parametrize("bad", [math.inf, math.nan, True, "1e-3"])
+def test_number_text_rejects_what_is_not_a_finite_number(bad):
     with pytest.raises(ValueError, match="value"):
         number_text(bad)
 
