@@ -68,7 +68,9 @@ def _real_values(value):
 
 
 def claim(name, value, *, between=None, close_to=None, rtol=0.0, atol=0.0, fmt=".3g"):
-    """Check a number the text states, and glue its text under ``name``; returns ``value``.
+    """Check a number the text states, and glue its text under ``name``.
+
+    Returns nothing, so that a claim on the last line of a check cell shows no output.
 
     Exactly one of the two forms of the check:
 
@@ -123,7 +125,6 @@ def claim(name, value, *, between=None, close_to=None, rtol=0.0, atol=0.0, fmt="
         raise ClaimError(f"{label}: {value!r} is not {stated}")
     if name is not None and (values.ndim == 0 or callable(fmt)):
         _glue(name, _format(value, fmt))
-    return value
 
 
 def format_seconds(seconds):
