@@ -216,24 +216,40 @@ def _pcr(Sigma, N, initial_norm, eta, adaptive_rate):
 
 
 def agf_staircase(Sigma, N, *, initial_norm, eta=1.0, adaptive_rate=False):
-    """AGF's staircase for in-context linear regression at finite α, in GF time (the paper's Eq. 7):
-    principal component regression, one component per jump.
+    """AGF's staircase for in-context linear regression at finite α, in GF time (the paper's Eq. 7).
 
-    ``order[k-1] = k-1``: the k-th jump learns the k-th eigenvector ``v_k`` of ``Σ`` (eigenvalues in
-    decreasing order). ``losses[k] = ½(tr Σ − Σ_{l≤k} N λ_l²/(tr Σ + (N+1)λ_l))``; ``states[k]`` the map
-    ``M_k = Σ_{l≤k} v_l v_lᵀ/(tr Σ + (N+1)λ_l)``. The jump times depend on what ``initial_norm`` holds:
+    Principal component regression, one component per jump: the k-th jump learns the k-th
+    eigenvector ``v_k`` of ``Σ`` (eigenvalues in decreasing order; equal eigenvalues are learned in
+    the order :func:`numpy.linalg.eigh` returns them, reversed).
 
-    * a number ``ν``: ``times[k]`` is when a head of initial norm ``ν`` aligned with ``v_k`` from the start,
-      at utility ``Ū*_k = N λ_k²/(3√3)``, reaches norm one: ``(1/ν − 1)/(3ηŪ*_k)`` (κ = 3), or
-      ``log(1/ν)/(3ηŪ*_k)`` (adaptive rate ``η‖θ‖^{−1}``, Appendix B.5);
-    * a sequence ``μ^(0), …, μ^(m−1)`` (``m ≤ d``), the largest norm of a dormant head at each earlier jump:
-      the paper's recursion ``τ^(k) = τ^(k−1) + (1/μ^(k−1) − 1)/(3ηŪ*_k)`` (or ``log(1/μ^(k−1))/(3ηŪ*_k)``),
-      for the first ``m`` jumps. Each step is a lower bound on the wait from ``τ^(k−1)``, since no unit head
-      has utility above ``Ū*_k`` on that level (Appendix E.3). With the norms ``μ^(k−1)`` of heads aligned
-      from the start, the recursion gives the aligned times again.
+    Parameters
+    ----------
+    Sigma : (d, d) array
+        Covariance of the inputs.
+    N : int
+        Number of examples in a prompt.
+    initial_norm : float or sequence
+        A number ``ν``: ``times[k]`` is when a head of initial norm ``ν`` aligned with ``v_k`` from
+        the start, at utility ``Ū*_k = N λ_k²/(3√3)``, reaches norm one: ``(1/ν − 1)/(3ηŪ*_k)``
+        (κ = 3), or ``log(1/ν)/(3ηŪ*_k)`` (adaptive rate ``η‖θ‖^{−1}``, Appendix B.5).
+        A sequence ``μ^(0), …, μ^(m−1)`` (``m ≤ d``), the largest norm of a dormant head at each
+        earlier jump: the paper's recursion ``τ^(k) = τ^(k−1) + (1/μ^(k−1) − 1)/(3ηŪ*_k)`` (or
+        ``log(1/μ^(k−1))/(3ηŪ*_k)``) for the first ``m`` jumps. Each step is a lower bound on the
+        wait from ``τ^(k−1)``, since no unit head has utility above ``Ū*_k`` on that level
+        (Appendix E.3); with the norms of heads aligned from the start it gives the aligned times
+        again. For ``k = 1`` both are a lower bound on the first jump from heads of norm at most
+        ``ν = μ^(0)``.
+    eta : float, default 1.0
+        Learning rate.
+    adaptive_rate : bool, default False
+        Whether the per-neuron rate ``η‖θ‖^{2−κ}`` is used.
 
-    For ``k = 1`` both are a lower bound on the first jump from heads of norm at most ``ν = μ^(0)``. Equal
-    eigenvalues are learned in the order :func:`numpy.linalg.eigh` returns them, reversed.
+    Returns
+    -------
+    Staircase
+        In GF time, with ``order[k-1] = k-1``,
+        ``losses[k] = ½(tr Σ − Σ_{l≤k} N λ_l²/(tr Σ + (N+1)λ_l))`` and in ``states[k]`` the map
+        ``M_k = Σ_{l≤k} v_l v_lᵀ/(tr Σ + (N+1)λ_l)``.
     """
     if initial_norm is None:
         raise TypeError("initial_norm must be a number or a sequence of dormant norms; "

@@ -149,25 +149,49 @@ def _read_only(a):
 class FiniteGroup:
     """A finite group as a multiplication table, with a complete set of irreducible unitary representations.
 
-    Attributes
+    The constructor checks the group axioms and that the irreps are unitary, homomorphic,
+    irreducible, pairwise inequivalent and complete (to 1e-9).
+
+    Parameters
     ----------
     table : (N, N) int array
         ``table[a, b]`` is the index of the product ``a·b``.
     irreps : tuple of (N, d, d) arrays
         One array per irrep ``ρ``, ``irreps[r][g] = ρ(g)``: unitary, pairwise inequivalent,
         ``Σ d_ρ² = N``. Real (float) arrays for real orthogonal irreps, complex otherwise.
-    name : str
-    irrep_names, element_names : tuples of str (default ``ρ0, ρ1, …`` and ``0, 1, …``)
+    name : str, default "G"
+        The group's name.
+    irrep_names, element_names : tuple of str, optional
+        Names of the irreps and of the elements; by default ``ρ0, ρ1, …`` and ``0, 1, …``.
 
-    Derived (read-only): ``order`` (N), ``identity``, ``inverse`` (array: ``inverse[g]`` is the index of
-    ``g⁻¹``), ``dims`` (``d_ρ`` per irrep), ``characters`` ((R, N) array ``tr ρ(g)``),
-    ``frobenius_schur`` (``ν_ρ = (1/N) Σ_g χ_ρ(g²)`` ∈ {1, 0, −1}), ``irrep_classes`` (tuples of irrep
-    indices: ``(r,)`` for a real or quaternionic irrep, ``(r, s)`` for a complex irrep ``r`` and its
-    conjugate ``s``, ordered by first index), ``class_types`` (``"real"``, ``"complex"`` or
-    ``"quaternionic"``), ``class_dims`` (``d_ρ`` of the class's irreps), ``num_classes``.
+    Attributes
+    ----------
+    order : int
+        ``N``.
+    identity : int
+        Index of the identity.
+    inverse : (N,) int array
+        ``inverse[g]`` is the index of ``g⁻¹``.
+    dims : tuple of int
+        ``d_ρ`` per irrep.
+    characters : (R, N) array
+        ``tr ρ(g)``.
+    frobenius_schur : tuple
+        ``ν_ρ = (1/N) Σ_g χ_ρ(g²)`` ∈ {1, 0, −1}.
+    irrep_classes : tuple of tuples
+        Irrep indices: ``(r,)`` for a real or quaternionic irrep, ``(r, s)`` for a complex irrep
+        ``r`` and its conjugate ``s``, ordered by first index.
+    class_types : tuple of str
+        ``"real"``, ``"complex"`` or ``"quaternionic"``, per class.
+    class_dims : tuple of int
+        ``d_ρ`` of each class's irreps.
+    num_classes : int
+        Number of classes.
 
-    The constructor checks the group axioms and that the irreps are unitary, homomorphic, irreducible,
-    pairwise inequivalent and complete (to 1e-9), raising ValueError otherwise.
+    Raises
+    ------
+    ValueError
+        If the table or the irreps fail a check.
     """
 
     table: np.ndarray
@@ -738,7 +762,7 @@ def class_utilities(x, G, *, k=2, learned=()):
             continue
         C = 1 if kind == "real" else 2
         out[c] = (math.factorial(k) * (k + 1) ** (-(k + 1) / 2) * N ** (-(k + 1) / 2)
-                  * (C * d) ** (-(k - 1) / 2) * sigma[members[0]] ** (k + 1))
+                  - (C * d) ** (-(k - 1) / 2) * sigma[members[0]] ** (k + 1))
     return out
 
 
@@ -828,7 +852,7 @@ def pieces(x, G, *, k=2, rtol=1e-9, tol=1e-12):
             a, rest = chain[0], chain[1:]
             utility_ = scale * sigma[a] ** 2 * math.prod(sigma[i] for i in rest)
             power = ((2 if kind == "complex" else 1) * d / N * sigma[a] ** 2 * mult[a]
-                     * math.prod(mult[i] / d for i in rest))
+                     - math.prod(mult[i] / d for i in rest))
             out.append(Piece(c, chain, tuple(sigma[i] for i in chain), tuple(mult[i] for i in chain),
                              float(utility_), float(power)))
     return out
@@ -987,10 +1011,10 @@ def class_neurons(x, G, irrep_class):
     an exact fit is a decomposition of the class's bilinear map ``(ρ(a), ρ(b)) ↦ ρ(a)ρ(b)`` in which the
     squares ``⟨u, a·x⟩²`` and ``⟨v, b·x⟩²`` cancel (chapter 09). Here:
 
-    * real ``ρ`` (orthogonal): ``Σ_j (ρ(a)_{ij} + ρ(b)_{jk})² = 2 + 2 ρ(ab)_{ik}``, as rows and columns of an
+    - real ``ρ`` (orthogonal): ``Σ_j (ρ(a)_{ij} + ρ(b)_{jk})² = 2 + 2 ρ(ab)_{ik}``, as rows and columns of an
       orthogonal matrix have unit norm: ``d³`` neurons, and ``d`` more, ``ρ(a)_{1j}²`` (``Σ_j = 1``), cancel the
       constant;
-    * a complex pair ``χ, χ̄``: ``χ(a)χ(b)`` from three real products (Gauss's trick), each the difference of two
+    - a complex pair ``χ, χ̄``: ``χ(a)χ(b)`` from three real products (Gauss's trick), each the difference of two
       squares ``((s + t)² − (s − t)²)/4``.
 
     ``x̂[ρ]`` must be invertible (nonzero for a pair); quaternionic classes and complex irreps of dimension

@@ -3,16 +3,16 @@
 The network has ``W ∈ R^{H×d}`` and ``A ∈ R^{c×H}``; neuron ``h`` is the rank-one map ``a_h w_hᵀ``, with
 ``θ_h = (w_h, a_h)`` as in :class:`agf_lib.FeedForwardNetwork`. With Gaussian inputs
 ``x ~ N(0, Σ_xx)`` and a linear target ``y = Bx`` (so ``Σ_yx = BΣ_xx``), the loss depends on the
-parameters only through the product ``β = AW``:
+parameters only through the product ``β = AW``::
 
-    L(β) = ½ tr((B − β) Σ_xx (B − β)ᵀ),        −∇_β L(β) = Σ_yx − β Σ_xx.
+    L(β) = ½ tr((B − β) Σ_xx (B − β)ᵀ),   −∇_β L(β) = Σ_yx − β Σ_xx.
 
 The loss is invariant under ``(W, A) ↦ (GW, AG⁻¹)`` for every ``G ∈ GL_H``, so AGF is run on
 orthonormal basis vectors of the hidden space rather than on neurons (Section 4). Its α → 0 limit:
 
-* utility maximization aligns the dormant basis with the singular modes of ``−∇_β L``; a basis
+- utility maximization aligns the dormant basis with the singular modes of ``−∇_β L``; a basis
   vector on the i-th mode has utility ``σ_i/2`` and its log-norm grows at rate ``σ_i``;
-* cost minimization is reduced-rank regression (Izenman 1975): the best rank-k map is
+- cost minimization is reduced-rank regression (Izenman 1975): the best rank-k map is
   ``β*_k = P_{U_k} Σ_yx Σ_xx⁻¹``, with ``U_k`` the top k eigenvectors of ``Σ_yx Σ_xx⁻¹ Σ_yxᵀ``
   (eigenvalues ``μ_1 ≥ μ_2 ≥ ...``), at loss ``½ Σ_{i>k} μ_i``; the next gradient is
   ``−∇_β L(β*_k) = P⊥_{U_k} Σ_yx``.
@@ -256,12 +256,26 @@ def regression_modes(Sigma_xx, Sigma_yx):
 
 
 def reduced_rank_regression(Sigma_xx, Sigma_yx, *, rank):
-    """The best rank-``rank`` linear map (Izenman 1975; the paper's cost step, Eq. 43):
+    """The best rank-``rank`` linear map (Izenman 1975; the paper's cost step, Eq. 43).
 
-        β*_k = argmin_{rank β ≤ k} L(β) = P_{U_k} Σ_yx Σ_xx⁻¹,    P_{U_k} = U_k U_kᵀ,
+        β*_k = argmin_{rank β ≤ k} L(β) = P_{U_k} Σ_yx Σ_xx⁻¹,   P_{U_k} = U_k U_kᵀ,
 
     with ``U_k`` the top k eigenvectors of ``Σ_yx Σ_xx⁻¹ Σ_yxᵀ``; ``L(β*_k) = ½ Σ_{i>k} μ_i`` for a
-    noise-free target. The minimizer is unique when ``μ_k > μ_{k+1}``. Returns shape (c, d).
+    noise-free target. The minimizer is unique when ``μ_k > μ_{k+1}``.
+
+    Parameters
+    ----------
+    Sigma_xx : (d, d) array
+        Input covariance, symmetric positive definite.
+    Sigma_yx : (c, d) array
+        Output-input cross-covariance.
+    rank : int
+        The rank ``k``.
+
+    Returns
+    -------
+    (c, d) array
+        ``β*_k``.
     """
     Sigma_xx, Sigma_yx = _check_covariances(Sigma_xx, Sigma_yx)
     rank = _check_rank(rank, *Sigma_yx.shape)
@@ -288,30 +302,44 @@ def projected_singular_values(Sigma_xx, Sigma_yx, *, rank=None):
 
 
 def limit_staircase(Sigma_xx, Sigma_yx, *, rank=None, Sigma_yy=None, tol=1e-12):
-    """The paper's Conjecture 4.1: the α → 0 staircase of a two-layer linear network, in rescaled time
-    :data:`~agf_lib.results.LOG_TIME`, ``t / log(1/α)`` (AGF on orthonormal basis vectors = greedy
-    low-rank learning, Li et al. 2021).
+    """The paper's Conjecture 4.1: the α → 0 staircase of a two-layer linear network, in ``t / log(1/α)``.
 
-    Levels: ``ℓ^{(k)} = ½ Σ_{i>k} μ_i`` (plus ``½(tr Σ_yy − Σ_i μ_i)`` for a noisy target), the loss of
-    the reduced-rank regression ``β*_k`` (:func:`reduced_rank_regression`), with ``μ_i`` the eigenvalues
+    AGF on orthonormal basis vectors is greedy low-rank learning (Li et al. 2021). Levels:
+    ``ℓ^{(k)} = ½ Σ_{i>k} μ_i`` (plus ``½(tr Σ_yy − Σ_i μ_i)`` for a noisy target), the loss of the
+    reduced-rank regression ``β*_k`` (:func:`reduced_rank_regression`), with ``μ_i`` the eigenvalues
     of ``Σ_yx Σ_xx⁻¹ Σ_yxᵀ``.
 
     Jump times (Appendix D, Eqs. 45–46): in phase l (between jumps l and l + 1) the basis vector that
     activates at jump k sits on the (k − l)-th singular mode of ``P⊥_{U_l} Σ_yx``, so its accumulated
-    utility grows at rate ``σ^{(l)}_{k−l}`` (:func:`projected_singular_values`); it activates when that
-    reaches one:
+    utility grows at rate ``σ^{(l)}_{k−l}`` (:func:`projected_singular_values`); it activates when
+    that reaches one:
 
         Σ_{l=0}^{k−1} σ^{(l)}_{k−l} (τ^{(l+1)} − τ^{(l)}) = 1,   i.e.
+
         τ^{(k)} = τ^{(k−1)} + (1 − Σ_{l=0}^{k−2} σ^{(l)}_{k−l} (τ^{(l+1)} − τ^{(l)})) / σ^{(k−1)}_1.
 
     When Σ_xx commutes with Σ_yxᵀΣ_yx this gives ``τ^{(k)} = 1/σ_k`` (Gidel et al. 2019).
 
-    Stops after ``rank`` jumps (default ``min(c, d)``; a network of width H learns at most ``min(H, c, d)``)
-    or when ``P⊥_{U_k} Σ_yx`` vanishes (below ``tol`` times ``‖Σ_yx‖₂``).
+    Parameters
+    ----------
+    Sigma_xx : (d, d) array
+        Input covariance, symmetric positive definite.
+    Sigma_yx : (c, d) array
+        Output-input cross-covariance.
+    rank : int, optional
+        Stop after this many jumps; default ``min(c, d)`` (a network of width H learns at most
+        ``min(H, c, d)``).
+    Sigma_yy : (c, c) array, optional
+        Output covariance; by default that of the noise-free target ``y = Bx``.
+    tol : float, default 1e-12
+        Stop when ``P⊥_{U_k} Σ_yx`` vanishes, below ``tol`` times ``‖Σ_yx‖₂``.
 
-    Returns a :class:`Staircase` in :data:`~agf_lib.results.LOG_TIME`: ``order[k−1] = k − 1`` (the index of
-    the eigenvector of ``Σ_yx Σ_xx⁻¹ Σ_yxᵀ`` added at jump k), ``states[k] = β*_k``, ``active[k]`` the
-    eigenvector indices spanning the active subspace.
+    Returns
+    -------
+    Staircase
+        In :data:`~agf_lib.results.LOG_TIME`: ``order[k−1] = k − 1`` (the index of the eigenvector
+        of ``Σ_yx Σ_xx⁻¹ Σ_yxᵀ`` added at jump k), ``states[k] = β*_k``, ``active[k]`` the
+        eigenvector indices spanning the active subspace.
     """
     Sigma_xx, Sigma_yx = _check_covariances(Sigma_xx, Sigma_yx)
     c, d = Sigma_yx.shape
@@ -347,15 +375,32 @@ def matrix_flow(Sigma_xx, Sigma_yx, theta0, t_end, *, Sigma_yy=None, method="DOP
 
     The same flow as :func:`agf_lib.gradient_flow` on :func:`population_data` with a
     :class:`FullyConnectedLinearNetwork`, written with matrices instead of neurons. The state is the
-    log of the Frobenius norm of Θ and its direction, so that α down to 1e-100 neither underflows nor overflows; the float64 limit stated in :mod:`agf_lib.flow` still
-    applies (a dormant direction smaller than about ``rtol`` relative to an active one is resolved
-    only to that accuracy).
+    log of the Frobenius norm of Θ and its direction, so that α down to 1e-100 neither underflows
+    nor overflows; the float64 limit stated in :mod:`agf_lib.flow` still applies (a dormant
+    direction smaller than about ``rtol`` relative to an active one is resolved only to that
+    accuracy).
 
-    ``theta0`` has shape ``(H, d + c)`` with rows ``(w_h, a_h)`` (e.g.
-    :func:`initial_theta`). Sampling options as in
-    :func:`agf_lib.gradient_flow`. Returns a :class:`Trajectory` in GF time ``t`` with the population
-    loss :func:`population_loss`; with ``record_params``, ``params[k]`` is Θ at ``times[k]`` and
-    ``log_norms[k]`` the neurons' log-norms.
+    Parameters
+    ----------
+    Sigma_xx : (d, d) array
+        Input covariance, symmetric positive definite.
+    Sigma_yx : (c, d) array
+        Output-input cross-covariance.
+    theta0 : (H, d + c) array
+        Initial parameters, rows ``(w_h, a_h)`` (e.g. :func:`initial_theta`).
+    t_end : float
+        Final GF time.
+    Sigma_yy : (c, c) array, optional
+        Output covariance, for the loss; by default that of the noise-free target.
+    method, rtol, atol, num_samples, times, record_params
+        Solver and sampling options, as for :func:`agf_lib.gradient_flow`.
+
+    Returns
+    -------
+    Trajectory
+        In GF time ``t``, with the population loss :func:`population_loss`; with
+        ``record_params``, ``params[k]`` is Θ at ``times[k]`` and ``log_norms[k]`` the neurons'
+        log-norms.
     """
     Sigma_xx, Sigma_yx = _check_covariances(Sigma_xx, Sigma_yx)
     c, d = Sigma_yx.shape

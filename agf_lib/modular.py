@@ -9,15 +9,15 @@ all ``p²`` pairs, and the loss is the book's ``E[½‖y − f‖²]`` (mean ove
 
 homogeneous of degree κ = 3. In the frequency domain (DFT convention of :mod:`agf_lib.dft`):
 
-* Lemma F.2: the utility of a neuron against the target is
+- Lemma F.2: the utility of a neuron against the target is
   ``U(θ) = (2/p³) Σ_k |x̂[k]|² conj(x̂[k]) û[k] v̂[k] conj(ŵ[k])``;
-* Theorem F.3 (p odd): on the unit sphere it is maximized by harmonics of the dominant frequency
+- Theorem F.3 (p odd): on the unit sphere it is maximized by harmonics of the dominant frequency
   ``ξ = argmax_k |x̂[k]|``, with amplitudes ``√(2/(3p))`` and phases satisfying
   ``s_u + s_v − s_w ≡ s_x (mod 2π)``; the maximum is ``√(2/(27p³)) |x̂[ξ]|³``;
-* Section F.2 and the updated utility after it: enough neurons aligned with ``ξ`` fit the harmonic
+- Section F.2 and the updated utility after it: enough neurons aligned with ``ξ`` fit the harmonic
   of ``y`` at ``±ξ`` exactly, lowering the loss by ``|x̂[ξ]|²/p``, and the utility of a new neuron
   is Lemma F.2 with the terms ``±ξ`` removed. Frequencies are learned in order of decreasing ``|x̂[ξ]|`` (Eq. 9).
-* Not in the paper: a group that has not yet cancelled its spurious modes pushes its neurons towards
+- Not in the paper: a group that has not yet cancelled its spurious modes pushes its neurons towards
   ``3ξ mod p`` through the loss (not the utility). A frequency resonant in this way is learned a
   fixed gradient-flow time after ``ξ``, not after a plateau of length ∝ log(1/α), and can overtake
   larger coefficients at small α (chapter 06, "a resonant frequency").
@@ -267,24 +267,36 @@ def _fourier(x, initial_norm, eta, adaptive_rate):
 
 
 def agf_staircase(x, *, initial_norm, eta=1.0, adaptive_rate=False):
-    """The AGF staircase of modular addition at finite α, in GF time (the paper's Eq. 9): levels, order of
-    frequencies, jump times.
+    """The AGF staircase of modular addition at finite α, in GF time (the paper's Eq. 9).
 
-    ``order[k-1] = ξ_k``, the frequencies by decreasing ``|x̂[ξ]|``; ``losses[k]`` = :func:`levels`;
-    ``states[k]`` the template learned after ``k`` jumps (the network then computes ``(a+b)·x_k``),
-    the sum of the harmonics of ``x`` at ``ξ_1, …, ξ_k``. A neuron's norm obeys ``d(1/‖θ‖)/dt = −3ηŪ``
-    (κ = 3), or ``d log‖θ‖/dt = 3ηŪ`` with the adaptive rate ``η‖θ‖^{2−κ}`` (Appendix B.5), and the
-    utility of frequency ``ξ_k`` is at most ``Ū*_k`` = :func:`max_utility` (unchanged by the frequencies
-    learned before, by the updated utility of Appendix F). The jump times depend on ``initial_norm``:
+    A neuron's norm obeys ``d(1/‖θ‖)/dt = −3ηŪ`` (κ = 3), or ``d log‖θ‖/dt = 3ηŪ`` with the adaptive
+    rate ``η‖θ‖^{2−κ}`` (Appendix B.5), and the utility of frequency ``ξ_k`` is at most ``Ū*_k`` =
+    :func:`max_utility` (unchanged by the frequencies learned before, by the updated utility of
+    Appendix F). Since no unit neuron has utility above ``Ū*_1`` (Theorem F.3), ``times[1]`` is a
+    lower bound on the first jump of gradient flow and of AGF from neurons of norm at most ``ν``.
+    Later times ignore resonances between frequencies (see the module docstring).
 
-    * a number ``ν``: ``times[k]`` is when a neuron of initial norm ``ν``, aligned with the harmonic of
-      ``ξ_k`` from the start, reaches norm one: ``τ^(k) = (1/ν − 1)/(3ηŪ*_k)`` or ``log(1/ν)/(3ηŪ*_k)``;
-    * a sequence ``μ^(0), …, μ^(m−1)``, the largest dormant norm at each earlier jump: the paper's recursion
-      ``τ^(k) = τ^(k−1) + (1/μ^(k−1) − 1)/(3ηŪ*_k)`` (or ``log(1/μ^(k−1))/(3ηŪ*_k)``) for the first ``m`` jumps.
+    Parameters
+    ----------
+    x : (p,) array
+        The template (odd length ``p ≥ 3``, centred).
+    initial_norm : float or sequence
+        A number ``ν``: ``times[k]`` is when a neuron of initial norm ``ν``, aligned with the
+        harmonic of ``ξ_k`` from the start, reaches norm one: ``τ^(k) = (1/ν − 1)/(3ηŪ*_k)`` or
+        ``log(1/ν)/(3ηŪ*_k)``. A sequence ``μ^(0), …, μ^(m−1)``, the largest dormant norm at each
+        earlier jump: the paper's recursion ``τ^(k) = τ^(k−1) + (1/μ^(k−1) − 1)/(3ηŪ*_k)`` (or
+        ``log(1/μ^(k−1))/(3ηŪ*_k)``) for the first ``m`` jumps.
+    eta : float, default 1.0
+        Learning rate.
+    adaptive_rate : bool, default False
+        Whether the per-neuron rate ``η‖θ‖^{2−κ}`` is used.
 
-    Since no unit neuron has utility above ``Ū*_1`` (Theorem F.3), ``times[1]`` is a lower bound on the
-    first jump of gradient flow and of AGF from neurons of norm at most ``ν``. Later times ignore
-    resonances between frequencies (see the module docstring).
+    Returns
+    -------
+    Staircase
+        In GF time: ``order[k-1] = ξ_k``, the frequencies by decreasing ``|x̂[ξ]|``; ``losses[k]``
+        = :func:`levels`; ``states[k]`` the template learned after ``k`` jumps (the network then
+        computes ``(a+b)·x_k``), the sum of the harmonics of ``x`` at ``ξ_1, …, ξ_k``.
     """
     if initial_norm is None:
         raise TypeError("initial_norm must be a number or a sequence of dormant norms; "
