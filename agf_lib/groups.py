@@ -762,7 +762,7 @@ def class_utilities(x, G, *, k=2, learned=()):
             continue
         C = 1 if kind == "real" else 2
         out[c] = (math.factorial(k) * (k + 1) ** (-(k + 1) / 2) * N ** (-(k + 1) / 2)
-                  - (C * d) ** (-(k - 1) / 2) * sigma[members[0]] ** (k + 1))
+                  * (C * d) ** (-(k - 1) / 2) * sigma[members[0]] ** (k + 1))
     return out
 
 
@@ -852,7 +852,7 @@ def pieces(x, G, *, k=2, rtol=1e-9, tol=1e-12):
             a, rest = chain[0], chain[1:]
             utility_ = scale * sigma[a] ** 2 * math.prod(sigma[i] for i in rest)
             power = ((2 if kind == "complex" else 1) * d / N * sigma[a] ** 2 * mult[a]
-                     - math.prod(mult[i] / d for i in rest))
+                     * math.prod(mult[i] / d for i in rest))
             out.append(Piece(c, chain, tuple(sigma[i] for i in chain), tuple(mult[i] for i in chain),
                              float(utility_), float(power)))
     return out
