@@ -165,7 +165,8 @@ def test_visible_cells_are_short_narrow_and_free_of_checks(notebook):
             if width > MAX_HIDDEN_WIDTH:
                 problems.append(f"cell {index} (hidden): a line of {width} characters (at most {MAX_HIDDEN_WIDTH})")
             continue
-        if len(lines) > MAX_VISIBLE_LINES:
+        imports = all(re.match(r"(import |from \S+ import |plotting\.use_style\(\)|$)", line) for line in lines)
+        if len(lines) > MAX_VISIBLE_LINES and not imports:     # the imports cell may be longer
             problems.append(f"cell {index}: {len(lines)} lines (at most {MAX_VISIBLE_LINES}): {lines[0]!r}")
         if width > MAX_VISIBLE_WIDTH:
             problems.append(f"cell {index}: a line of {width} characters (at most {MAX_VISIBLE_WIDTH})")
