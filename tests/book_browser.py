@@ -15,6 +15,7 @@ still resolves), lets Chromium load it offline with a virtual time budget, and r
   block that holds them (cut off, or left to a sideways scroll);
 - ``code_fonts``: the font size (CSS px) of every visible code and output block;
 - ``clipped_math``: display equations wider than their box that show no scroll cue;
+- ``orphaned_punctuation``: punctuation that starts a line right after an inline formula;
 - ``dom``: the page after MathJax ran, for the math checks.
 
 Chromium's own console log (``--enable-logging=stderr``) is read as well: an "Uncaught" message there
@@ -151,6 +152,19 @@ LATE_PROBE = """<script>
         clipped_math.push(describe(math) + " " + math.scrollWidth + " px in " + math.clientWidth + " px");
       }
     });
+    // punctuation that starts a line right after an inline formula ("), and ..." on a line of its own)
+    var orphaned_punctuation = [];
+    Array.prototype.forEach.call(article.querySelectorAll('mjx-container:not([display="true"])'), function (math) {
+      var holder = math.parentElement && math.parentElement.classList.contains("math") ? math.parentElement : math;
+      var next = holder.nextSibling;
+      if (!next || next.nodeType !== 3 || !/^[)\],.;:!?]/.test(next.textContent)) return;
+      var range = document.createRange();
+      range.setStart(next, 0);
+      range.setEnd(next, 1);
+      if (range.getBoundingClientRect().top > math.getBoundingClientRect().bottom - 4) {
+        orphaned_punctuation.push(describe(holder.parentElement) + ": " + next.textContent.slice(0, 20));
+      }
+    });
     var remote = performance.getEntriesByType("resource").map(function (entry) { return entry.name; })
       .filter(function (name) { return !/^(file|data|blob|about):/.test(name); });
     var result = {
@@ -163,6 +177,7 @@ LATE_PROBE = """<script>
       wide_code: wide_code,
       code_fonts: code_fonts,
       clipped_math: clipped_math,
+      orphaned_punctuation: orphaned_punctuation,
       overflow: overflow.concat(overlaps)
     };
     // In a narrow frame (see measure_page), the report goes to the top document, which Chromium dumps.

@@ -22,7 +22,8 @@ execution of every chapter in `python -m pytest`):
   logs a JavaScript error, MathJax typesets every page's math offline (results.md included), code is
   set at 13 px or more, the smallest text of every figure is at least 8 px at 1280 px and at 390 px,
   and at 390 px (a phone) no page is wider than the screen, nothing runs off it, no equation runs
-  under its number and none is cut off without a scroll cue;
+  under its number and none is cut off without a scroll cue; no line starts with the punctuation
+  that follows a formula;
 - the student edition (tools/build_student_edition.py) has every exercise and no solution, on its
   pages and in the notebooks it offers for download;
 - with repository.url set, the chapters get their Binder and Colab launch buttons.
@@ -736,6 +737,17 @@ def test_phone_layout_keeps_math_and_text_on_screen(book_build, browser_reports,
     assert not report["overflow"], f"{page} at {PHONE[0]} px: content off the screen or under an equation number:\n" + "\n".join(
         report["overflow"][:20]
     )
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("page", toc_files())
+def test_punctuation_after_a_formula_stays_on_its_line(book_build, browser_reports, page):
+    """_static/math_punctuation.js binds each inline formula to the punctuation around it."""
+    problems = []
+    for width in (DESKTOP[0], PHONE[0]):
+        report = report_for(browser_reports, book_build, page, width)
+        problems += [f"at {width} px: {item}" for item in report["orphaned_punctuation"]]
+    assert not problems, f"{page}: lines that start with punctuation after a formula:\n" + "\n".join(problems[:20])
 
 
 # ---------------------------------------------------------------------------------------------
