@@ -12,7 +12,7 @@ How a chapter uses it::
 
     with timer("fc_wall"):                       # glues "3.4" (seconds) under the name fc_wall
         run = agf_lib.gradient_flow(...)
-    claim("err_16", 100 * error, close_to=9, atol=0.5, fmt=".0f")   # "9" for {glue:text}`err_16`
+    claim("err_16", 100 * error, close_to=9, atol=0.5, fmt=".0f")   # glues "9" as err_16
     table({"α": alphas, "error": errors}, formats={"α": alpha_text, "error": ".2%"})
 
 Outside a notebook (plain Python, the tests) nothing is glued; the checks run all the same.
@@ -80,7 +80,7 @@ def claim(name, value, *, between=None, close_to=None, rtol=0.0, atol=0.0, fmt="
     Parameters
     ----------
     name : str or None
-        The glue name the prose cites with ``{glue:text}`name```; ``None`` checks without gluing.
+        The glue name the prose cites (a ``glue:text`` role); ``None`` checks without gluing.
     value : real number or array of real numbers
         What the computation gave. An array is checked element by element and glued only if ``fmt``
         is a callable (a format spec applies to one number).
@@ -220,7 +220,7 @@ def table(data, *, formats=None, index=False, name=None, wrap=False):
     index : bool
         Show the DataFrame's index (for a DataFrame whose index names the rows).
     name : str, optional
-        Also glue the table under this name, for a numbered ``{glue:figure}`` with a caption.
+        Also glue the table under this name, for a numbered ``glue:figure`` with a caption.
     wrap : bool
         Let the text of the cells wrap (for columns of words); by default a row stays on one line and a
         wide table scrolls sideways.

@@ -296,13 +296,15 @@ def describe_execution_failure(notebook, report):
 def source_exercises(notebook):
     """(number of exercises, solution fingerprints) of a chapter: fingerprints are lines of its
     solutions (prose without markup, code) that a student edition must not show."""
-    exercises, fingerprints = 0, []
+    exercises, fingerprints, elsewhere = 0, [], set()
     gated = False  # between {solution-start} and {solution-end}, which may span cells
     for cell in json.loads(notebook.read_text())["cells"]:
         source = "".join(cell["source"])
         if cell["cell_type"] == "code":
             if gated:
                 fingerprints += [line.strip() for line in source.splitlines() if len(line.strip()) >= 25]
+            else:
+                elsewhere.update(line.strip() for line in source.splitlines())
             continue
         exercises += len(re.findall(r"^(?:`{3,}|:{3,})\{exercise(?:-start)?\}", source, flags=re.MULTILINE))
         fence = None  # the closing fence of an open {solution} block
@@ -321,7 +323,10 @@ def source_exercises(notebook):
             plain = line.strip()
             if (gated or fence is not None) and len(plain) >= 40 and not re.search(r"[`$*{}\\\[\]_|:<>]", plain):
                 fingerprints.append(plain)
-    return exercises, fingerprints
+            elif not gated and fence is None:
+                elsewhere.add(plain)
+    # a line that the chapter also has outside its solutions says nothing about a leak
+    return exercises, [line for line in fingerprints if line not in elsewhere]
 
 
 def chromium_or_skip():
