@@ -268,8 +268,8 @@ def legend_outside(target, *, where="below", ncols=None, **legend_kw):
     # below the axes' own tick labels and x label, a fixed distance in inches, which layout changes keep;
     # measured on the axis alone (its ticks and label), not by drawing the whole figure
     renderer = fig.canvas.get_renderer()
-    extent = target.get_window_extent(renderer)
-    below = (extent.y0 - target.xaxis.get_tightbbox(renderer).y0) / fig.dpi + 0.05
+    axis = target.xaxis.get_tightbbox(renderer)        # None when the axis shows nothing (shared x)
+    below = (target.get_window_extent(renderer).y0 - axis.y0 if axis is not None else 0.0) / fig.dpi + 0.05
     anchor = target.transAxes + mpl.transforms.ScaledTranslation(0, -below, fig.dpi_scale_trans)
     return target.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=anchor,
                          ncols=ncols, borderaxespad=0.0, **legend_kw)

@@ -253,3 +253,14 @@ def test_a_legend_below_an_axes_leaves_its_x_label_uncovered():
     renderer = fig.canvas.get_renderer()
     assert not overlap(legend.get_window_extent(renderer), ax.xaxis.label.get_window_extent(renderer))
     assert legend.get_window_extent(renderer).y1 <= ax.xaxis.label.get_window_extent(renderer).y0 + 1
+
+
+def test_a_legend_below_an_axes_whose_shared_x_axis_shows_nothing_sits_right_under_it():
+    fig, (top, bottom) = plotting.figure(nrows=2, sharex=True)
+    for ax in (top, bottom):
+        ax.plot([0, 1], [1, 0], label="gradient flow")
+    bottom.set_xlabel("t")
+    legend = plotting.legend_outside(top)
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    assert legend.get_window_extent(renderer).y1 <= top.get_window_extent(renderer).y0
