@@ -548,6 +548,20 @@ def test_outputs_show_no_raw_reprs(book_build, page):
     assert not problems, f"{page}: outputs a reader sees as raw reprs:\n" + "\n".join(problems[:20])
 
 
+@pytest.mark.book
+def test_glued_tables_are_numbered_as_tables(book_build):
+    """A table shown with {glue:figure} and named tab-... reads "Table N.k", not "Fig." (_ext/glued_tables.py)."""
+    _, _, html = book_build
+    found = 0
+    for page in [entry for entry in toc_files() if entry.startswith("chapters/")]:
+        text = built_page(html, page).read_text()
+        for figure in re.findall(r'<figure[^>]*id="tab-[^"]*"[^>]*>(.*?)</figure>', text, flags=re.DOTALL):
+            found += 1
+            number = re.search(r'<span class="caption-number">([^<]*)</span>', figure)
+            assert number and number.group(1).startswith("Table"), f"{page}: a glued table numbered {number and number.group(1)!r}"
+    assert found >= 2, "the chapters' glued tables (tab-att-jumps, tab-claims-verdicts) were not found"
+
+
 # ---------------------------------------------------------------------------------------------
 # The built book in a browser
 
