@@ -171,7 +171,7 @@ class timer:
         return False
 
 
-def number_text(value, *, digits=2):
+def number_text(value, digits=2):
     """A number as plain text with ``digits`` significant digits, powers of ten written out:
     ``3.8×10⁻¹²``, ``−10⁻⁸``, ``0.5``, ``12``, ``0``. Magnitudes from 0.01 to 10⁵ are written as decimals.
     """

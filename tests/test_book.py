@@ -29,6 +29,7 @@ execution of every chapter in `python -m pytest`):
 - with repository.url set, the chapters get their Binder and Colab launch buttons.
 """
 
+import ast
 import html as html_lib
 import importlib.util
 import json
@@ -165,7 +166,8 @@ def test_code_lines_fit_and_visible_cells_are_short_and_free_of_checks(notebook)
             problems.append(f"cell {index}: a line of {width} characters (at most {MAX_CODE_WIDTH})")
         if tags & HIDDEN_TAGS:
             continue
-        imports = all(re.match(r"(import |from \S+ import |plotting\.use_style\(\)|$)", line) for line in lines)
+        imports = all(isinstance(statement, (ast.Import, ast.ImportFrom)) or ast.unparse(statement) == "plotting.use_style()"
+                      for statement in ast.parse(source).body)
         if len(lines) > MAX_VISIBLE_LINES and not imports:     # the imports cell may be longer
             problems.append(f"cell {index}: {len(lines)} lines (at most {MAX_VISIBLE_LINES}): {lines[0]!r}")
         scaffolding = SCAFFOLDING.findall(source)
