@@ -49,7 +49,7 @@ from tqdm import tqdm
 from ._polar import LogChartField, PolarField, log_chart_applies, pack, to_polar
 from .network import TwoLayerNetwork
 from .results import Trajectory
-from .validation import check_num_samples, check_positive
+from .validation import check_int, check_num_samples, check_positive
 
 __all__ = ["gradient_flow", "gradient_descent", "SOLVERS"]
 
@@ -230,26 +230,126 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     return Trajectory(times, losses, params=params, log_norms=log_norms, evaluations=field.evaluations)
 
 
-def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, num_samples=2000, record_params=False):
-    """Fixed-step gradient descent ``Θ ← Θ − η∇L(Θ)`` in plain coordinates.
+def check_momentum(momentum):
+    """The heavy-ball coefficient β: a real number in [0, 1), as a float."""
+    if isinstance(momentum, bool) or not isinstance(momentum, (int, float, np.integer, np.floating)):
+        raise TypeError(f"momentum must be a real number in [0, 1), got {type(momentum).__name__}")
+    momentum = float(momentum)
+    if not 0.0 <= momentum < 1.0:
+        raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
+    return momentum
 
-    This is how the paper's public notebooks train; step ``k`` is reported at GF time ``k·η``. The
-    loss gradient is the utility gradient at the full residual,
-    ``∇_{θ_i}L(Θ) = −∇U_i(θ_i; y − f(Θ))``, so every network's closed form serves here too. Use it
-    side by side with :func:`gradient_flow`, which is faster and more accurate.
+
+def check_batch(network, batch, batch_size):
+    """A batch ``(X, y)`` returned by a sampler, validated: ``batch_size`` rows, finite, the network's sizes."""
+    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+        raise TypeError(f"sampler must return a pair (X, y), got {type(batch).__name__}")
+    try:
+        X, y = network.check_data(*batch)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"sampler returned a bad batch: {error}") from None
+    if X.shape[0] != batch_size:
+        raise ValueError(f"sampler must return batch_size = {batch_size} rows, got {X.shape[0]}")
+    return X, y
+
+
+def epoch_batches(X, y, batch_size, rng):
+    """Endless minibatches, as ``torch.utils.data.DataLoader(..., shuffle=True)`` draws them: each epoch a
+    fresh permutation of the rows, cut into consecutive batches of ``batch_size`` rows, the last one smaller
+    when ``batch_size`` does not divide ``n``. Every row is used once per epoch (without replacement)."""
+    n = X.shape[0]
+    while True:
+        order = rng.permutation(n)
+        for start in range(0, n, batch_size):
+            rows = order[start:start + batch_size]
+            yield X[rows], y[rows]
+
+
+def online_batches(network, sampler, batch_size, rng):
+    """Endless fresh batches ``sampler(rng, batch_size)``, each validated by :func:`check_batch`."""
+    while True:
+        yield check_batch(network, sampler(rng, batch_size), batch_size)
+
+
+def make_batches(network, X, y, batch_size, sampler, seed):
+    """The batches of one run, or None for full-batch descent; validates ``batch_size``, ``sampler``, ``seed``."""
+    if sampler is not None and not callable(sampler):
+        raise TypeError(f"sampler must be callable as sampler(rng, batch_size) -> (X, y), got {type(sampler).__name__}")
+    if batch_size is None:
+        if sampler is not None:
+            raise ValueError("batch_size must be given with a sampler (the number of fresh rows per step)")
+        return None
+    batch_size = check_int(batch_size, "batch_size")
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
+    if sampler is not None:
+        return online_batches(network, sampler, batch_size, rng)
+    n = X.shape[0]
+    if batch_size > n:
+        raise ValueError(f"batch_size must be at most the number of rows of the data, n = {n}, got {batch_size}")
+    return None if batch_size == n else epoch_batches(X, y, batch_size, rng)
+
+
+def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, momentum=0.0, batch_size=None, sampler=None,
+                     seed=0, num_samples=2000, record_params=False):
+    """Fixed-step gradient descent, with heavy-ball momentum and minibatch or online sampling, reported in
+    the time of gradient flow ``dΘ/dt = −∇L(Θ)`` (the paper's Section 2, with η = 1).
+
+    The update, PyTorch's ``torch.optim.SGD(lr=η, momentum=β)`` (dampening 0, no Nesterov) with which
+    the paper's public notebooks train, is::
+
+        v_{k+1} = β v_k + g_k,   Θ_{k+1} = Θ_k − η v_{k+1},   v_0 = 0,
+
+    where ``g_k`` is the gradient of the loss on step ``k``'s batch; β = 0 is plain descent
+    ``Θ ← Θ − η∇L(Θ)``. The loss gradient is the utility gradient at the residual,
+    ``∇_{θ_i}L(Θ) = −∇U_i(θ_i; y − f(Θ))``, so every network's closed form serves here too.
+
+    **Time map.** Step ``k`` is reported at GF time ``t_k = k·η/(1 − β)``. Unrolled, the velocity is
+    ``v_{k+1} = Σ_{j≤k} β^{k−j} g_j``, a geometric average over the last ``~1/(1 − β)`` gradients. When
+    the gradient changes little over that many steps (η small), ``v_{k+1} ≈ g_k/(1 − β)``, so
+    ``Θ_{k+1} − Θ_k ≈ −(η/(1 − β))∇L(Θ_k)``: Euler's method for gradient flow with step ``η/(1 − β)``.
+    The deviation from gradient flow at time ``t`` is first order in η: Euler's own error, the velocity's
+    build-up from ``v_0 = 0`` (under a constant gradient the iterate lags gradient flow by
+    ``β/(1 − β)`` steps, ``βη/(1 − β)²`` in GF time) and the gradient's drift over the average. A
+    minibatch or online gradient is an unbiased estimate of ``∇L``, so the same map holds on average;
+    the noise moves the path around it by an amount that shrinks as the batch grows.
+
+    **Batches.** By default every step uses all of ``data``. With ``batch_size = b < n`` each step uses
+    ``b`` rows, drawn as ``torch.utils.data.DataLoader(shuffle=True)`` draws them: each epoch a fresh
+    permutation of the rows (a seeded :func:`numpy.random.default_rng`), cut into consecutive batches,
+    the last one smaller when ``b`` does not divide ``n``; every row is used once per epoch, without
+    replacement. ``batch_size = n`` is full-batch descent, bit for bit, and draws nothing. With a
+    ``sampler`` (online descent, for population settings), each step draws fresh rows
+    ``sampler(rng, batch_size)`` from the same seeded generator, and never reuses them.
+
+    **Recorded loss.** Always the loss on ``data``, whatever the batches: the full-data loss for
+    minibatch descent, and for online descent the loss on ``data`` as an evaluation set. With the
+    population data of a setting (:func:`agf_lib.linear.population_data`,
+    :func:`agf_lib.attention.population_data`, whose empirical moments are the population's) that is
+    the population loss exactly, as :func:`gradient_flow` reports it on the same data.
 
     Parameters
     ----------
     network : TwoLayerNetwork
         The network.
     data : tuple
-        The pair ``(X, y)``, as for :func:`gradient_flow`.
+        The pair ``(X, y)``, as for :func:`gradient_flow`: the training data, or, with a ``sampler``,
+        the evaluation set on which the loss is recorded.
     theta0 : (H, P) array
         Initial parameters.
     t_end : float
-        Final GF time; the run takes ``ceil(t_end / eta)`` steps.
+        Final GF time; the run takes ``ceil(t_end / (η/(1 − β)))`` steps.
     eta : float, default 1e-3
-        Step size.
+        Step size η.
+    momentum : float, default 0.0
+        The heavy-ball coefficient β, in ``[0, 1)``.
+    batch_size : int, optional
+        Rows per step: at most ``n`` for minibatches of ``data``; any positive size with a ``sampler``,
+        which requires it. None (the default) uses all of ``data`` at every step.
+    sampler : callable, optional
+        ``sampler(rng, batch_size) -> (X, y)``, fresh rows from a :class:`numpy.random.Generator`,
+        ``X`` of shape ``(batch_size, d)`` and ``y`` of shape ``(batch_size,)`` or ``(batch_size, c)``.
+    seed : int, default 0
+        Seed of the generator that draws the batches (unused in full-batch descent).
     num_samples : int, default 2000
         About how many steps are recorded (every ``max(1, steps // num_samples)``-th, and the last).
     record_params : bool, default False
@@ -258,12 +358,17 @@ def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, num_samples=2000
     Returns
     -------
     Trajectory
-        The loss (and, with ``record_params``, the parameters) in GF time ``t``.
+        The loss on ``data`` (and, with ``record_params``, the parameters) in GF time ``t``.
 
     Raises
     ------
     ValueError
-        If an argument is out of range.
+        If an argument is out of range (``t_end`` or ``eta`` not positive, ``momentum`` outside
+        ``[0, 1)``, ``batch_size`` below 1 or above ``n`` without a sampler, missing with one, a
+        negative ``seed``, a batch from ``sampler`` of the wrong shape or not finite).
+    TypeError
+        If an argument has the wrong type (``sampler`` not callable or not returning a pair,
+        ``batch_size``, ``seed`` not integers, ``momentum`` not a real number).
     FloatingPointError
         If the loss diverges (use a smaller ``eta``).
     """
@@ -271,17 +376,26 @@ def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, num_samples=2000
     X, y = unpack_data(network, data)
     theta = network.check_theta(theta0, name="theta0").copy()
     t_end, eta = check_positive(t_end, "t_end"), check_positive(eta, "eta")
+    momentum = check_momentum(momentum)
+    batches = make_batches(network, X, y, batch_size, sampler, seed)
     check_num_samples(num_samples)
-    num_steps = int(math.ceil(t_end / eta))
+    time_per_step = eta / (1.0 - momentum)
+    num_steps = int(math.ceil(t_end / time_per_step))
     record_every = max(1, num_steps // num_samples)
     times, losses, params = [], [], []
     n, ones = X.shape[0], np.ones(network.num_neurons)
+    velocity = np.zeros_like(theta) if momentum else None   # −v in the docstring: the descent direction
     with single_thread(network), np.errstate(over="ignore", invalid="ignore"):
         for step in range(num_steps + 1):
-            # the residual and −∇L in one evaluation; a chart is an isometry, so from_chart maps gradients back
-            residual, grad = network.chart_residual_gradient(network.to_chart(theta), X, y, ones)
-            if step % record_every == 0 or step == num_steps:
-                times.append(step * eta)
+            phi = network.to_chart(theta)
+            if batches is None:
+                # the residual and −∇L in one evaluation; a chart is an isometry, so from_chart maps gradients back
+                residual, grad = network.chart_residual_gradient(phi, X, y, ones)
+            recording = step % record_every == 0 or step == num_steps
+            if recording:
+                if batches is not None:
+                    residual = y - network.weighted_output(phi, X, ones)
+                times.append(step * time_per_step)
                 losses.append(0.5 * float(np.einsum("nc,nc->", residual, residual)) / n)
                 if record_params:
                     params.append(theta.copy())
@@ -290,5 +404,13 @@ def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, num_samples=2000
                                              "use a smaller step")
             if step == num_steps:
                 break
-            theta += eta * network.from_chart(grad)
+            if batches is not None:
+                X_batch, y_batch = next(batches)
+                grad = network.chart_residual_gradient(phi, X_batch, y_batch, ones)[1]
+            if velocity is None:
+                theta += eta * network.from_chart(grad)
+            else:
+                velocity *= momentum
+                velocity += network.from_chart(grad)
+                theta += eta * velocity
     return Trajectory(np.array(times), np.array(losses), params=np.array(params) if record_params else None)
