@@ -1,5 +1,6 @@
 """agf_lib.escape (the κ-dependent escape of a dormant neuron) against an independent solve of the norm's
-ODE and the closed forms of chapter 02 (TimeUnit itself is tested in test_results.py)."""
+ODE, SymPy's limit of the rescaled escape time (tests/independent.py) and the closed forms of chapter 02
+(TimeUnit itself is tested in test_results.py)."""
 
 import math
 
@@ -7,8 +8,9 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from agf_lib import GF_TIME, LOG_TIME, TimeUnit
+from agf_lib import GF_TIME
 from agf_lib.escape import escape_times, jump_times, threshold
+from independent import rescaled_escape_limit
 
 
 def time_to_norm_one(kappa, nu, utility, eta, adaptive_rate):
@@ -43,16 +45,17 @@ def test_thresholds_are_chapter_02s_closed_forms():
         np.testing.assert_allclose(threshold(nu, kappa=kappa)[0], -math.log(nu), rtol=1e-5)
 
 
-@pytest.mark.parametrize("kappa, adaptive_rate, unit", [(2, False, LOG_TIME), (3, True, LOG_TIME),
-                                                        (3, False, TimeUnit.alpha_power(1)),
-                                                        (5, False, TimeUnit.alpha_power(3))])
-def test_the_limit_is_the_finite_alpha_time_in_rescaled_units(kappa, adaptive_rate, unit):
-    utility = np.array([0.5, 0.2])
-    limit, limit_unit = escape_times(utility, kappa=kappa, adaptive_rate=adaptive_rate)
-    assert limit_unit == unit
-    for alpha in (1e-30, 1e-100):        # the finite-α times differ from the limit by α^{κ−2} or nothing
-        finite, _ = escape_times(utility, kappa=kappa, initial_norm=alpha, adaptive_rate=adaptive_rate)
-        np.testing.assert_allclose(finite * unit.factor(alpha), limit, rtol=1e-14)
+@pytest.mark.parametrize("kappa, adaptive_rate", [(2, False), (3, True), (3, False), (5, False), (5, True)])
+def test_the_limit_is_sympys_limit_of_the_rescaled_escape_time(kappa, adaptive_rate):
+    """The α → 0 limit and its unit against SymPy, which integrates the norm law from ν to one and finds the one
+    rescaling (t·ν^{κ−2} or t/log(1/ν)) with a finite positive limit."""
+    utility, eta = np.array([0.5, 0.2]), 0.7
+    unit, limit = rescaled_escape_limit(kappa, adaptive_rate)
+    times, time_unit = escape_times(utility, kappa=kappa, eta=eta, adaptive_rate=adaptive_rate)
+    assert time_unit == unit
+    np.testing.assert_allclose(times, [limit(u, eta) for u in utility], rtol=1e-14)   # two roundings apart
+    assert threshold(None, kappa=kappa, adaptive_rate=adaptive_rate) == (pytest.approx(kappa * limit(1.0, 1.0),
+                                                                                     rel=1e-15), unit)
 
 
 def test_escape_times_refuse_bad_input_naming_it():
@@ -79,6 +82,6 @@ def test_jump_times_recursion_adds_each_escape_from_the_previous_dormant_norm():
     assert unit == GF_TIME and times.shape == (2,)
     np.testing.assert_allclose(times, np.cumsum(steps), rtol=1e-9)
     aligned, _ = jump_times(utility, kappa=3, initial_norm=1e-3)
-    np.testing.assert_allclose(aligned, escape_times(utility, kappa=3, initial_norm=1e-3)[0], rtol=0)
+    np.testing.assert_allclose(aligned, [time_to_norm_one(3, 1e-3, u, 1.0, False) for u in utility], rtol=1e-9)
     with pytest.raises(ValueError, match="^initial_norm must hold one dormant norm per jump, at most 3"):
         jump_times(utility, kappa=3, initial_norm=[0.1, 0.1, 0.1, 0.1])

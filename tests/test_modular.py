@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 import pytest
+from independent import check_times_against_ode
 from scipy.optimize import minimize
-from test_attention import check_times_against_ode
 
 import agf_lib
 from agf_lib import dft, modular
@@ -109,12 +109,39 @@ def test_maximizer_reaches_max_utility_and_a_numerical_search_on_the_sphere_find
     np.testing.assert_allclose(found, best, rtol=1e-9)
 
 
+def dft_coefficient(x, k):
+    """``x̂[k] = Σ_j x[j] e^{−2πikj/p}`` by the explicit sum."""
+    j = np.arange(x.size)
+    return complex(np.sum(x * np.exp(-2j * np.pi * k * j / x.size)))
+
+
+def greedy_order(x):
+    """The frequencies in the order of Theorem F.3 and Eq. 9, by brute force: at each step the frequency whose six
+    harmonic neurons, added to those of the frequencies before, leave the explicit network the lowest loss
+    (frequencies with no coefficient, |x̂[ξ]| below 1e-12 of the largest by the explicit sum, are left out)."""
+    p = x.size
+    candidates = list(range(1, (p + 1) // 2))
+    top = max(abs(dft_coefficient(x, k)) for k in candidates)
+    candidates = [k for k in candidates if abs(dft_coefficient(x, k)) > 1e-12 * top]
+    order, theta = [], np.zeros((0, 3 * p))
+    while candidates:
+        losses = {k: network_loss(np.concatenate([theta, modular.harmonic_neurons(x, k)]), x) for k in candidates}
+        best = min(losses, key=losses.get)
+        runner_up = min([v for k, v in losses.items() if k != best], default=np.inf)
+        assert runner_up - losses[best] > 1e-9 * losses[best] + 1e-12, "two frequencies tie: the order is not fixed"
+        order.append(best)
+        candidates.remove(best)
+        theta = np.concatenate([theta, modular.harmonic_neurons(x, best)])
+    return order
+
+
 @pytest.mark.parametrize("p", ODD_P)
 def test_levels_are_the_losses_of_six_harmonic_neurons_per_learned_frequency(p):
-    """The levels of Eq. 9, to 1e-9 relative, against the loss of explicit networks."""
+    """The levels of Eq. 9, to 1e-9 relative, against the loss of explicit networks, learned in the greedy
+    order found by brute force over the frequencies."""
     x = random_template(p, 20 + p)
     stair = modular.limit_staircase(x)
-    np.testing.assert_array_equal(stair.order, dft.dominant_frequencies(x))
+    np.testing.assert_array_equal(stair.order, greedy_order(x))
     np.testing.assert_allclose(stair.losses[0], 0.5 * x @ x, rtol=1e-14)
     for k in range(1, len(stair.order) + 1):
         theta = np.concatenate([modular.harmonic_neurons(x, xi) for xi in stair.order[:k]])
@@ -159,13 +186,20 @@ def test_agf_staircase_times_are_when_an_aligned_neuron_solved_as_an_ode_reaches
     p, eta = 7, 2.0
     x = random_template(p, 5)
     X, Y = modular.dataset(x)
-    limit = modular.limit_staircase(x, eta=eta, adaptive_rate=adaptive_rate)
-    # the residual once the frequencies before ξ_k are fitted, and a unit maximizer at ξ_k
-    levels = [(Y - modular.dataset(limit.states[k] + 0.0)[1] if k else Y, modular.utility_maximizer(x, xi=xi))
-              for k, xi in enumerate(limit.order)]
+    net = modular.QuadraticModularNetwork(p, 1)
+    # the residual once the frequencies before ξ_k are fitted (their harmonics cut out of x by an explicit DFT
+    # sum, not read from the staircase), and a unit maximizer at ξ_k
+    order = greedy_order(x)
+    j = np.arange(p)
+    fitted = [sum((2 * np.real(dft_coefficient(x, xi) * np.exp(2j * np.pi * xi * j / p)) / p for xi in order[:k]),
+                  np.zeros(p)) for k in range(len(order))]
+    residuals = [Y - modular.dataset(f + 0.0)[1] if k else Y for k, f in enumerate(fitted)]
+    levels = [(r, modular.utility_maximizer(x, xi=xi), 0.5 * np.mean(np.sum(r**2, axis=1)))
+              for r, xi in zip(residuals, order)]
+    gradient_on = lambda r: lambda theta: net.utility_gradient(theta[None], X, r)[1][0]  # noqa: E731
     check_times_against_ode(lambda **norm: modular.agf_staircase(x, eta=eta, adaptive_rate=adaptive_rate, **norm),
-                            limit, modular.QuadraticModularNetwork(p, 1), X, levels, eta=eta,
-                            adaptive_rate=adaptive_rate)
+                            modular.limit_staircase(x, eta=eta, adaptive_rate=adaptive_rate), gradient_on, levels,
+                            kappa=3, eta=eta, adaptive_rate=adaptive_rate)
     assert np.isfinite(modular.agf_staircase(x, initial_norm=1e-100, adaptive_rate=True).times[-1])
 
 
