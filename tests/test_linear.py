@@ -171,16 +171,17 @@ def test_reduced_rank_regression_is_the_minimum_over_rank_k_factorizations(rank)
 
 
 def test_reduced_rank_regression_with_white_inputs_is_the_truncated_svd_eckart_young():
+    """With Σ_xx = I the best rank-k map is the truncated SVD of Σ_yx (the library projects its columns on the
+    top left singular vectors); here the independent route: project its rows on the top k eigenvectors of
+    Σ_yxᵀΣ_yx (the right singular vectors, by eigh), and Eckart–Young's error ‖Σ_yx − β‖_F² = Σ_{i>k} s_i²."""
     rng = np.random.default_rng(3)
     Sigma_yx = rng.normal(size=(4, 5))
-    U, s, Vt = np.linalg.svd(Sigma_yx, full_matrices=False)
-    for k in range(5):
-        expected = U[:, :k] @ np.diag(s[:k]) @ Vt[:k]
-        np.testing.assert_allclose(linear.reduced_rank_regression(np.eye(5), Sigma_yx, rank=min(k, 4)),
-                                   U[:, : min(k, 4)] @ np.diag(s[: min(k, 4)]) @ Vt[: min(k, 4)], atol=1e-12)
-        if k <= 4:
-            np.testing.assert_allclose(linear.reduced_rank_regression(np.eye(5), Sigma_yx, rank=k), expected,
-                                       atol=1e-12)
+    eigenvalues, V = np.linalg.eigh(Sigma_yx.T @ Sigma_yx)
+    eigenvalues, V = eigenvalues[::-1], V[:, ::-1]                      # s_i², decreasing; the fifth is zero
+    for k in range(5):                                                  # every rank up to min(c, d) = 4
+        beta = linear.reduced_rank_regression(np.eye(5), Sigma_yx, rank=k)
+        np.testing.assert_allclose(beta, Sigma_yx @ V[:, :k] @ V[:, :k].T, atol=1e-12)
+        np.testing.assert_allclose(np.sum((Sigma_yx - beta) ** 2), eigenvalues[k:].sum(), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("seed,c,d", PROBLEMS, ids=PROBLEM_IDS)
