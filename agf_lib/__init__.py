@@ -8,9 +8,9 @@ types and their time unit, the network abstraction, the two engines, the escape-
 
 from . import attention, book, dft, diagonal, escape, linear, modular, plotting, validation
 from . import groups, relu
-from . import problems
+from . import limits, problems
 from .agf import CostStepError, alternating_gradient_flow
-from .flow import gradient_descent, gradient_flow
+from .flow import PrecisionWarning, gradient_descent, gradient_flow
 from .network import FeedForwardNetwork, TwoLayerNetwork, loss, utility
 from .results import GF_TIME, LOG_TIME, Staircase, StaircaseComparison, TimeUnit, Trajectory
 
@@ -27,6 +27,7 @@ __all__ = [
     "utility",
     "gradient_flow",
     "gradient_descent",
+    "PrecisionWarning",
     "alternating_gradient_flow",
     "CostStepError",
     "attention",
@@ -37,6 +38,7 @@ __all__ = [
     "modular",
     "groups",
     "problems",
+    "limits",
     "relu",
     "linear",
     "plotting",

@@ -57,6 +57,15 @@ class PolarField:
         self.scalar_rate = bool(adaptive_rate) or self.kappa == 2
         self.gradients = {None: network.gradient_function(X, y)}    # by index, prepared on first use
         self.evaluations = 0
+        self.jitter = None
+
+    def perturb_directions(self, size, seed=0):
+        """From now on, perturb the directions at every gradient-flow evaluation by ``size`` times a fresh
+        standard normal per component (seeded): absolutely, as float64 rounds a unit vector's components,
+        or relatively in a chart, whose small components the engines keep to relative precision. The
+        rounding check of :func:`agf_lib.gradient_flow` reruns the flow so perturbed (Monte Carlo
+        arithmetic): a result that moves by more than rounding does depends on rounding."""
+        self.jitter = (float(size), np.random.default_rng(seed))
 
     def _whole(self, index):
         """Whether the neurons in ``index`` are evaluated within the whole network (the others weighted zero):
@@ -147,6 +156,10 @@ class PolarField:
     def __call__(self, state, index=None, residual=None):
         H = self.network.num_neurons if index is None else len(index)
         dirs, logn = self.split(state, H)
+        if self.jitter is not None:
+            size, rng = self.jitter
+            noise = size * rng.standard_normal(dirs.shape)
+            dirs = dirs * (1.0 + noise) if self.network.has_chart else dirs + noise
         if residual is None:
             # gradient flow of these neurons: residual and gradient in one evaluation (of the whole network,
             # the others weighted zero, when its neurons see different inputs)

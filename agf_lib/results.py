@@ -8,7 +8,7 @@ from dataclasses import KW_ONLY, dataclass, field, replace
 
 import numpy as np
 
-from .validation import check_positive
+from .validation import as_float_array, check_positive, check_real
 
 __all__ = ["TimeUnit", "GF_TIME", "LOG_TIME", "Trajectory", "Staircase", "StaircaseComparison"]
 
@@ -110,17 +110,19 @@ class TimeUnit:
         Raises
         ------
         ValueError
-            If the unit is not convertible (set by hand), or ``alpha`` is not in ``(0, 1)``.
+            If the unit is not convertible (set by hand), or ``alpha`` is not in ``(0, 1)`` (for GF
+            time, not a finite positive number).
         TypeError
             If ``alpha`` is not a real number.
         """
         if not self.convertible:
             raise ValueError(f"the time unit {self.label!r} was set by hand and cannot be converted")
+        if self.power == 0 and not self.logarithmic:
+            check_positive(alpha, "alpha")
+            return 1.0
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
             raise TypeError(f"alpha must be a real number, got {type(alpha).__name__}")
         alpha = float(alpha)
-        if self.power == 0 and not self.logarithmic:
-            return 1.0
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must lie in (0, 1) to rescale time to {self.label}, got {alpha!r}")
         log_inv = -math.log(alpha)
@@ -134,6 +136,22 @@ GF_TIME = TimeUnit()
 """Gradient-flow time ``t``."""
 LOG_TIME = TimeUnit("t/log(1/α)", logarithmic=True)
 """The rescaled time ``t/log(1/α)`` of the κ = 2 settings and of the adaptive rate."""
+
+
+def _times_argument(t, name):
+    """A time or array of times as a finite float array (0-D for a number); TypeError/ValueError naming ``name``."""
+    if isinstance(t, (list, tuple, np.ndarray)) or type(t).__module__.startswith("torch"):
+        t = as_float_array(t, name, "a real number or an array of real numbers")
+        if not np.all(np.isfinite(t)):
+            raise ValueError(f"{name} contains NaN or infinite values")
+        return t
+    return np.asarray(check_real(t, name))
+
+
+def _extreme(t, low, high):
+    """The entry of ``t`` farthest outside ``[low, high]``, as a float (for an error message)."""
+    flat = np.ravel(t)
+    return float(flat[np.argmax(np.maximum(low - flat, flat - high))])
 
 
 class _TimeAxis:
@@ -153,7 +171,13 @@ class _TimeAxis:
         """
         factor = check_positive(factor, "factor")
         unit = TimeUnit.parse(unit) if unit is not None else TimeUnit.custom(f"{factor:.4g}·{self.time_unit}")
-        return replace(self, times=self.times * factor, time_unit=unit)
+        return self._scaled(factor, unit)
+
+    def _scaled(self, factor, unit):
+        changes = {"times": self.times * factor, "time_unit": unit}
+        if hasattr(self, "resolved_until"):
+            changes["resolved_until"] = self.resolved_until * factor
+        return replace(self, **changes)
 
     def in_units(self, unit, alpha):
         """A copy with its times converted to ``unit`` at initialization scale ``alpha``.
@@ -172,7 +196,7 @@ class _TimeAxis:
         """
         unit = TimeUnit.parse(unit)
         factor = unit.factor(alpha) / self.time_unit.factor(alpha)
-        return replace(self, times=self.times * factor, time_unit=unit)
+        return self._scaled(factor, unit)
 
 
 @dataclass(frozen=True)
@@ -194,6 +218,13 @@ class Trajectory(_TimeAxis):
         ``"t/log(1/α)"`` is accepted and parsed.
     evaluations : int or None
         How many utility gradients the engine evaluated to compute it (its unit of work).
+    rounding_error : float or None
+        How far the loss moved, relative to its fall ``max L − min L``, when the engine reran the run with
+        its directions perturbed at float64's rounding (the rounding check of
+        :func:`agf_lib.gradient_flow`); None where no check ran.
+    resolved_until : float
+        The first time at which that rerun moved the loss by more than 1e-3 of its fall: past it the run
+        depends on rounding. ``inf`` where it never did, or no check ran.
 
     Raises
     ------
@@ -209,11 +240,13 @@ class Trajectory(_TimeAxis):
     log_norms: np.ndarray | None = None
     time_unit: TimeUnit = GF_TIME
     evaluations: int | None = None
+    rounding_error: float | None = None
+    resolved_until: float = math.inf
 
     def __post_init__(self):
         object.__setattr__(self, "time_unit", TimeUnit.parse(self.time_unit))
-        times = np.asarray(self.times, dtype=float)
-        losses = np.asarray(self.losses, dtype=float)
+        times = as_float_array(self.times, "times", "a 1-D array of real numbers")
+        losses = as_float_array(self.losses, "losses", "a 1-D array of real numbers")
         if times.ndim != 1 or times.size == 0:
             raise ValueError(f"times must be a non-empty 1-D array, got shape {times.shape}")
         if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0):
@@ -226,18 +259,22 @@ class Trajectory(_TimeAxis):
         object.__setattr__(self, "losses", losses)
         num_neurons = None
         if self.params is not None:
-            params = np.asarray(self.params, dtype=float)
+            params = as_float_array(self.params, "params", "an array of real numbers")
             if params.ndim != 3 or params.shape[0] != times.size:
                 raise ValueError(f"params must have shape (T, H, P) with T = {times.size} samples, got {params.shape}")
             num_neurons = params.shape[1]
             object.__setattr__(self, "params", params)
         if self.log_norms is not None:
-            log_norms = np.asarray(self.log_norms, dtype=float)
+            log_norms = as_float_array(self.log_norms, "log_norms", "an array of real numbers")
             expected = f"(T, H) = ({times.size}, {'H' if num_neurons is None else num_neurons})"
             if log_norms.ndim != 2 or log_norms.shape[0] != times.size or \
                     (num_neurons is not None and log_norms.shape[1] != num_neurons):
                 raise ValueError(f"log_norms must have shape {expected}, got {log_norms.shape}")
             object.__setattr__(self, "log_norms", log_norms)
+        if self.evaluations is not None and (isinstance(self.evaluations, bool)
+                                             or not isinstance(self.evaluations, (int, np.integer))
+                                             or self.evaluations < 0):
+            raise ValueError(f"evaluations must be None or a non-negative integer, got {self.evaluations!r}")
 
     def loss_at(self, t):
         """Loss at time(s) ``t``, by linear interpolation between samples.
@@ -245,13 +282,23 @@ class Trajectory(_TimeAxis):
         Parameters
         ----------
         t : float or array
-            Time(s), in the trajectory's unit.
+            Time(s), in the trajectory's unit, within ``[times[0], times[-1]]``.
 
         Returns
         -------
         float or array
             The loss, of the shape of ``t``.
+
+        Raises
+        ------
+        ValueError
+            If a time is not finite or lies outside the sampled interval (there is nothing to
+            interpolate: the loss there is unknown).
         """
+        t = _times_argument(t, "t")
+        if np.any(t < self.times[0]) or np.any(t > self.times[-1]):
+            raise ValueError(f"t must lie within the trajectory's times [{self.times[0]:.6g}, {self.times[-1]:.6g}], "
+                             f"got {_extreme(t, self.times[0], self.times[-1])!r}")
         return np.interp(t, self.times, self.losses)
 
 
@@ -275,7 +322,16 @@ class StaircaseComparison:
         The trajectory's loss in the middle of each plateau (entry 0 before the first drop).
     level_errors : (K+1,) array
         Relative difference of ``plateau_losses`` from ``levels`` (relative to
-        ``1e-12 * levels[0]`` for a level that is zero).
+        ``1e-12 * levels[0]`` for a level that is zero; ``inf`` where the trajectory never reaches it).
+
+    Raises
+    ------
+    ValueError
+        If the arrays do not have these shapes, ``jump_times`` or ``levels`` is not finite, an error
+        is negative or NaN, or a trajectory jump time is NaN (``inf`` says "never"; ``plateau_losses`` is
+        NaN exactly there).
+    TypeError
+        If an attribute is not an array of real numbers.
     """
 
     jump_times: np.ndarray
@@ -284,6 +340,26 @@ class StaircaseComparison:
     levels: np.ndarray
     plateau_losses: np.ndarray
     level_errors: np.ndarray
+
+    def __post_init__(self):
+        arrays = {name: as_float_array(getattr(self, name), name, "a 1-D array of real numbers")
+                  for name in ("jump_times", "trajectory_jump_times", "time_errors", "levels", "plateau_losses",
+                               "level_errors")}
+        K = arrays["jump_times"].size
+        for name, array in arrays.items():
+            size = K if name in ("jump_times", "trajectory_jump_times", "time_errors") else K + 1
+            if array.shape != (size,):
+                raise ValueError(f"{name} must have shape ({size},) for K = {K} jumps, got {array.shape}")
+            object.__setattr__(self, name, array)
+        for name in ("jump_times", "levels"):
+            if not np.all(np.isfinite(arrays[name])):
+                raise ValueError(f"{name} contains NaN or infinite values")
+        for name in ("trajectory_jump_times", "time_errors", "level_errors"):
+            if np.any(np.isnan(arrays[name])):
+                raise ValueError(f"{name} contains NaN (inf stands for a drop the trajectory never makes)")
+        for name in ("time_errors", "level_errors"):
+            if np.any(arrays[name] < 0):
+                raise ValueError(f"{name} must be non-negative, got {float(arrays[name].min())!r}")
 
     def __str__(self):
         rows = ["jump  staircase τ   trajectory τ   rel. error"]
@@ -326,8 +402,11 @@ class Staircase(_TimeAxis):
     Raises
     ------
     ValueError
-        If ``times`` and ``losses`` are not 1-D of equal length, ``times`` does not start at 0 and
-        never decrease, or ``order`` does not have one entry per jump.
+        If ``times`` and ``losses`` are not 1-D of equal length, not finite, ``times`` does not start
+        at 0 and never decrease, or ``order`` (or ``states``, ``active``, ``deactivated`` where
+        given) does not have one entry per level or jump.
+    TypeError
+        If ``times`` or ``losses`` is not an array of real numbers, or ``order`` not a sequence.
     """
 
     times: np.ndarray
@@ -343,14 +422,26 @@ class Staircase(_TimeAxis):
 
     def __post_init__(self):
         object.__setattr__(self, "time_unit", TimeUnit.parse(self.time_unit))
-        times = np.asarray(self.times, dtype=float)
-        losses = np.asarray(self.losses, dtype=float)
+        times = as_float_array(self.times, "times", "a 1-D array of real numbers")
+        losses = as_float_array(self.losses, "losses", "a 1-D array of real numbers")
         if times.ndim != 1 or times.shape != losses.shape:
             raise ValueError(f"times and losses must be 1-D of equal length, got {times.shape} and {losses.shape}")
+        if not np.all(np.isfinite(times)):
+            raise ValueError("times contains NaN or infinite values")
+        if not np.all(np.isfinite(losses)):
+            raise ValueError("losses contains NaN or infinite values")
         if times.size == 0 or times[0] != 0 or np.any(np.diff(times) < 0):
             raise ValueError("times must start at 0 and be non-decreasing")
-        if len(self.order) != times.size - 1:
-            raise ValueError(f"order must have one entry per jump ({times.size - 1}), got {len(self.order)}")
+        for name, size in (("order", times.size - 1), ("deactivated", times.size - 1), ("states", times.size),
+                           ("active", times.size)):
+            value = getattr(self, name)
+            if value is None or (name == "deactivated" and len(value) == 0):   # not given
+                continue
+            if not hasattr(value, "__len__") or isinstance(value, (str, bytes)):
+                raise TypeError(f"{name} must be a sequence, got {type(value).__name__}")
+            if len(value) != size:
+                what = "jump" if name in ("order", "deactivated") else "level"
+                raise ValueError(f"{name} must have one entry per {what} ({size}), got {len(value)}")
         object.__setattr__(self, "times", times)
         object.__setattr__(self, "losses", losses)
 
@@ -371,9 +462,19 @@ class Staircase(_TimeAxis):
         -------
         float or array
             The level, of the shape of ``t``.
+
+        Raises
+        ------
+        ValueError
+            If a time is negative (the staircase starts at 0) or not finite.
+        TypeError
+            If ``t`` is not a real number or an array of real numbers.
         """
-        k = np.searchsorted(self.times, np.asarray(t, dtype=float), side="right") - 1
-        return self.losses[np.clip(k, 0, None)]
+        t = _times_argument(t, "t")
+        if np.any(t < 0):
+            raise ValueError(f"t must be non-negative (the staircase starts at 0), got {float(np.min(t))!r}")
+        k = np.searchsorted(self.times, t, side="right") - 1
+        return self.losses[k]
 
     def dormant_norms(self):
         """The largest norm ``μ^(l)`` of a neuron still dormant on each level ``l``.

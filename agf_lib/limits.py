@@ -1,0 +1,217 @@
+"""Limit studies: the α → 0 limit of a staircase measured by a ladder of α and an extrapolation.
+
+The book's central claims are limits: AGF's staircase is what gradient flow does as the initialization
+scale α vanishes (the paper's Theorem 3.1 and its analogues). A closed form states the limit; a limit
+study measures it. It runs an engine at each α of a ladder, reads each jump time and plateau loss
+against a reference staircase's levels (:meth:`~agf_lib.results.Staircase.compare`), and extrapolates
+each to α → 0 by a straight line in the variable in which the finite-α correction vanishes linearly:
+
+* ``x = 1/log(1/α)`` for times in ``t/log(1/α)`` (κ = 2, or the adaptive rate): a jump at GF time
+  ``τ log(1/α) + c`` reads ``τ + c x``;
+* ``x = α^{κ−2}`` for times in ``t·α^{κ−2}`` (the plain rate, κ ≥ 3): a jump at ``τ α^{2−κ} + c`` reads
+  ``τ + c x``.
+
+The intercept is the measured limit, its standard error (from the fit's residuals, with three or more
+α) the error bar, and the root-mean-square residual says whether the straight line fits. Plateau losses
+converge differently, like a power of α (mid-plateau, the mode that comes next has grown from α^c, and
+the loss has not quite settled), with a power that depends on the spectrum; no straight line fits them.
+The study reports the level of the smallest α and, as its error bar, the change from the next smallest
+(an upper bound where the ladder's steps shrink the deviation at least twofold, as they do on the book's
+problems). A run whose
+loss depends on float64 rounding (its ``resolved_until``, from the rounding check of
+:func:`agf_lib.gradient_flow`) contributes no jump past that time: the study refuses what lies below the
+resolution floor instead of extrapolating rounding.
+
+The runs are independent and go through :class:`joblib.Parallel`: ``n_jobs`` processes here, or a Dask
+cluster through joblib's dask backend (``with joblib.parallel_config("dask"): limit_study(...)`` after
+starting a ``dask.distributed.Client``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from .results import Staircase, Trajectory
+from .validation import real_array
+
+__all__ = ["LimitStudy", "limit_study"]
+
+
+@dataclass(frozen=True)
+class LimitStudy:
+    """A measured α → 0 limit, made by :func:`limit_study`.
+
+    Attributes
+    ----------
+    alphas : (A,) array
+        The ladder, in decreasing order.
+    variable : str
+        The extrapolation variable, ``"1/log(1/α)"`` or ``"α^k"`` (``"α"`` for k = 1).
+    x : (A,) array
+        Its value at each α.
+    jump_times : (A, K) array
+        Each run's jump times in the reference's unit: ``inf`` where the run never made that drop, NaN
+        where it made it past ``resolved_until`` (refused).
+    plateau_losses : (A, K+1) array
+        Each run's plateau losses (NaN where refused or never reached).
+    limit : Staircase
+        The extrapolated staircase, in the reference's unit, over the jumps that two or more runs made.
+    time_errors : (K',) array
+        Standard errors of ``limit``'s jump times (NaN with only two runs).
+    level_errors : (K'+1,) array
+        Error bars of ``limit``'s levels: the change from the next smallest α's.
+    residuals : (K',) array
+        Root-mean-square residuals of the straight-line fits of the jump times.
+    reference : Staircase
+        The staircase whose levels defined the jumps (usually the closed form's limit).
+    refused : tuple of float
+        The α whose runs depended on rounding before their last jump.
+    """
+
+    alphas: np.ndarray
+    variable: str
+    x: np.ndarray
+    jump_times: np.ndarray
+    plateau_losses: np.ndarray
+    limit: Staircase
+    time_errors: np.ndarray
+    level_errors: np.ndarray
+    residuals: np.ndarray
+    reference: Staircase
+    refused: tuple
+
+    def table(self):
+        """A :class:`pandas.DataFrame`, one row per jump: the reference's time, the measured limit, its error
+        bar, the fit's residual, and the relative difference of the two."""
+        import pandas as pd
+
+        K = self.limit.num_jumps
+        reference = self.reference.times[1 : K + 1]
+        return pd.DataFrame(
+            {"reference": reference, "measured": self.limit.times[1:], "error bar": self.time_errors,
+             "fit residual": self.residuals, "relative difference": self.limit.times[1:] / reference - 1},
+            index=pd.RangeIndex(1, K + 1, name="jump"))
+
+
+def _variable(unit):
+    if unit.logarithmic:
+        return "1/log(1/α)", lambda alpha: 1.0 / math.log(1.0 / alpha)
+    if unit.power > 0:
+        label = "α" if unit.power == 1 else f"α^{unit.power}"
+        return label, lambda alpha: alpha**unit.power
+    raise ValueError(f"reference must be in a rescaled time unit (t/log(1/α) or t·α^k) with an α → 0 limit, "
+                     f"got '{unit}'")
+
+
+def _line(x, y):
+    """Intercept, its standard error and the RMS residual of the least-squares line through ``(x, y)``."""
+    design = np.column_stack([np.ones_like(x), x])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    residual = y - design @ coef
+    rms = float(np.sqrt(np.mean(residual**2)))
+    if x.size < 3:
+        return float(coef[0]), math.nan, rms
+    sigma2 = float(residual @ residual) / (x.size - 2)
+    covariance = sigma2 * np.linalg.inv(design.T @ design)
+    return float(coef[0]), float(np.sqrt(covariance[0, 0])), rms
+
+
+def _last_two(levels):
+    """The level of the smallest α (last) and its change from the next smallest's."""
+    return float(levels[-1]), float(abs(levels[-1] - levels[-2]))
+
+
+def _measure(result, reference, alpha):
+    """Jump times and plateau losses of one run, in the reference's unit, NaN past its resolution floor."""
+    if isinstance(result, Trajectory):
+        run = result.in_units(reference.time_unit, alpha)
+        comparison = reference.compare(run)
+        times, levels = comparison.trajectory_jump_times.copy(), comparison.plateau_losses.copy()
+        past_floor = times >= run.resolved_until
+        times[past_floor] = np.nan
+        levels[1:][past_floor] = np.nan
+        return times, levels, bool(past_floor.any())
+    if isinstance(result, Staircase):
+        run = result.in_units(reference.time_unit, alpha)
+        K = reference.num_jumps
+        times, levels = np.full(K, np.inf), np.full(K + 1, np.nan)
+        k = min(K, run.num_jumps)
+        times[:k], levels[: k + 1] = run.times[1 : k + 1], run.losses[: k + 1]
+        return times, levels, False
+    raise TypeError(f"run(alpha) must return a Trajectory or a Staircase, got {type(result).__name__}")
+
+
+def limit_study(run, alphas, reference, *, n_jobs=1):
+    """Measure the α → 0 limit of ``run``'s staircase by a ladder of α and a straight-line extrapolation.
+
+    Parameters
+    ----------
+    run : callable
+        ``run(alpha)`` returns a :class:`~agf_lib.results.Trajectory` (gradient flow, in GF time or any
+        convertible unit) or a :class:`~agf_lib.results.Staircase` (AGF, a closed form) at that α. With
+        ``n_jobs > 1`` it must be picklable by cloudpickle (a function or lambda of module-level objects).
+    alphas : sequence of float
+        Two or more distinct initialization scales in ``(0, 1)``; three or more give error bars.
+    reference : Staircase
+        The staircase whose levels define the jumps (its midpoints, as :meth:`Staircase.compare` reads
+        them), in a rescaled unit: ``t/log(1/α)`` or ``t·α^k``. Usually the closed form's α → 0 limit.
+    n_jobs : int, default 1
+        Runs at once (:class:`joblib.Parallel`; ``-1``: one per core). The backend is joblib's current one,
+        so a ``joblib.parallel_config("dask")`` block sends the runs to a Dask cluster.
+
+    Returns
+    -------
+    LimitStudy
+
+    Raises
+    ------
+    TypeError
+        If ``run`` is not callable, returns something else than a Trajectory or Staircase, or
+        ``reference`` is not a Staircase.
+    ValueError
+        If ``alphas`` has fewer than two distinct values in ``(0, 1)``, ``reference`` is in GF time, or
+        fewer than two runs make the first jump above the resolution floor.
+    """
+    if not callable(run):
+        raise TypeError(f"run must be callable as run(alpha), got {type(run).__name__}")
+    if not isinstance(reference, Staircase):
+        raise TypeError(f"reference must be a Staircase, got {type(reference).__name__}")
+    variable, of = _variable(reference.time_unit)
+    alphas = real_array(alphas, "alphas", "a sequence of numbers in (0, 1)")
+    if alphas.ndim != 1 or np.unique(alphas).size < 2 or not np.all((alphas > 0) & (alphas < 1)):
+        raise ValueError(f"alphas must hold two or more distinct values in (0, 1), got {alphas.tolist()}")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be a nonzero integer (joblib's n_jobs), got {n_jobs!r}")
+    alphas = np.sort(np.unique(alphas))[::-1]
+
+    results = Parallel(n_jobs=int(n_jobs))(delayed(run)(float(alpha)) for alpha in alphas)
+    measured = [_measure(result, reference, alpha) for result, alpha in zip(results, alphas)]
+    jump_times = np.array([m[0] for m in measured])
+    plateau = np.array([m[1] for m in measured])
+    refused = tuple(float(alpha) for alpha, m in zip(alphas, measured) if m[2])
+    x = np.array([of(alpha) for alpha in alphas])
+
+    fits, level_fits = [], [_last_two(plateau[np.isfinite(plateau[:, 0]), 0])]
+    for k in range(reference.num_jumps):
+        ok = np.isfinite(jump_times[:, k]) & np.isfinite(plateau[:, k + 1])
+        if ok.sum() < 2:
+            break
+        fits.append(_line(x[ok], jump_times[ok, k]))
+        level_fits.append(_last_two(plateau[ok, k + 1]))
+    if not fits:
+        raise ValueError("fewer than two runs made the first jump above the resolution floor: "
+                         f"refused {list(refused)}; use larger alphas or a longer run")
+    times = np.array([0.0] + [f[0] for f in fits])
+    if np.any(np.diff(times) < 0):
+        raise ValueError(f"the extrapolated jump times are not increasing ({times[1:].tolist()}): the ladder's "
+                         "runs do not follow one staircase; use smaller alphas or check the runs")
+    limit = Staircase(times, [f[0] for f in level_fits], list(reference.order[: len(fits)]),
+                      time_unit=reference.time_unit)
+    return LimitStudy(alphas=alphas, variable=variable, x=x, jump_times=jump_times, plateau_losses=plateau,
+                      limit=limit, time_errors=np.array([f[1] for f in fits]),
+                      level_errors=np.array([f[1] for f in level_fits]), residuals=np.array([f[2] for f in fits]),
+                      reference=reference, refused=refused)
