@@ -45,7 +45,7 @@ from scipy.optimize import brentq
 from ._polar import LogChartField, PolarField, half_log_sum_exp2, log_chart_applies, pack, to_polar
 from .flow import SOLVER_CLASSES, check_network, check_solver, single_thread, unpack_data
 from .results import Staircase
-from .validation import check_max_jumps, check_positive
+from .validation import check_bool, check_fraction, check_max_jumps, check_positive
 
 __all__ = ["alternating_gradient_flow", "CostStepError"]
 
@@ -455,11 +455,12 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
         mean of the largest initial norm and one, but at least 1e-6.
     cost_tol : float, default 1e-9
         Cost minimization stops when the active neurons' utility gradients have fallen by this
-        factor.
+        factor, in ``(0, 1)``.
     utility_tol : float, default 1e-8
-        Relative size of utility gradients below which no dormant neuron can gain utility.
+        Relative size of utility gradients below which no dormant neuron can gain utility; finite
+        and positive.
     max_cost_time : float, default 1e6
-        Longest GF time allowed for one cost minimization.
+        Longest GF time allowed for one cost minimization; finite and positive.
 
     Returns
     -------
@@ -479,7 +480,11 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     ------
     ValueError
         If an argument is out of range, for instance a neuron of ``theta0`` with norm one or more
-        (use a smaller α) or a ``dormancy_threshold`` not below one.
+        (use a smaller α), a ``dormancy_threshold`` not below one, a tolerance or ``max_cost_time``
+        that is not a finite positive number, or a ``cost_tol`` not below one.
+    TypeError
+        If an argument has the wrong type (a flag not ``True`` or ``False``, a number that is not a
+        real number, ``network`` not a :class:`~agf_lib.network.TwoLayerNetwork`, ``data`` not a pair).
     CostStepError
         If a cost minimization has not converged within ``max_cost_time``.
     RuntimeError
@@ -505,6 +510,10 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     check_solver(cost_method)
     check_max_jumps(max_jumps)
     cost_rtol = check_positive(cost_rtol, "cost_rtol")
+    rtol, atol = check_positive(rtol, "rtol"), check_positive(atol, "atol")
+    cost_tol, utility_tol = check_fraction(cost_tol, "cost_tol"), check_positive(utility_tol, "utility_tol")
+    max_cost_time = check_positive(max_cost_time, "max_cost_time")
+    adaptive_rate = check_bool(adaptive_rate, "adaptive_rate")
     t_end = check_positive(t_end, "t_end", finite=False)
     dirs, logn = to_polar(network.to_chart(theta0))
     if float(np.sqrt((theta0**2).sum(1)).max()) >= 1.0:

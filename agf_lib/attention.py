@@ -154,6 +154,12 @@ def population_data(Sigma, N):
     C = np.empty((m + 1, m + 1))
     C[:m, :m], C[:m, m], C[m, :m], C[m, m] = EPhiPhi, EyPhi.ravel(), EyPhi.ravel(), Eyy
     eigenvalues, vectors = np.linalg.eigh(C)
+    # C is positive semidefinite, and eigh's eigenvalues are within about (m + 1)·ε·‖C‖ of C's (LAPACK's
+    # backward error): only negatives of that size are rounding, and clipped; a larger one is an error
+    rounding = 8 * (m + 1) * np.finfo(float).eps * max(float(np.abs(eigenvalues).max()), np.finfo(float).tiny)
+    if eigenvalues[0] < -rounding:
+        raise FloatingPointError(f"the second-moment matrix of (vec Φ, y) has an eigenvalue {eigenvalues[0]:.3g}, "
+                                 f"negative beyond rounding ({rounding:.3g}); Sigma is too ill-conditioned")
     root = (vectors * np.sqrt(np.clip(eigenvalues, 0.0, None))) @ vectors.T
     Z = math.sqrt(m + 1) * root
     return Z[:, :m], Z[:, m:]

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .validation import check_int, real_array
+from .validation import check_fraction, check_int, check_real, real_array
 
 __all__ = ["dft", "frequencies", "power_spectrum", "dominant_frequencies", "harmonic", "template", "relabel"]
 
@@ -55,7 +55,9 @@ def dominant_frequencies(x, *, tol=1e-12):
 
     Ties keep the lower frequency first. The order is the order in which Theorem F.3 and the
     updated utility of the paper's Appendix F say a quadratic network learns the frequencies.
+    ``tol`` is a relative threshold in ``[0, 1)``; a NaN or negative one is a ValueError.
     """
+    tol = check_fraction(tol, "tol", zero_ok=True)
     x = _as_real_vectors(x, "x")
     if x.ndim != 1:
         raise ValueError(f"x must be a 1-D vector, got shape {x.shape}")
@@ -71,12 +73,15 @@ def harmonic(p, k, *, amplitude=1.0, phase=0.0):
     """The real harmonic ``u[j] = amplitude · cos(2πkj/p + phase)``, ``j = 0, …, p−1``.
 
     For ``0 < k < p/2`` its transform is ``(p·amplitude/2) e^{±i·phase}`` at ``±k`` and zero elsewhere.
+    ``amplitude`` and ``phase`` are finite real numbers.
     """
     p = check_int(p, "p")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"k must be an integer frequency, got {type(k).__name__}")
+    amplitude, phase = check_real(amplitude, "amplitude"), check_real(phase, "phase")
+    k = int(k) if -p < k < p else int(k) % p         # the same harmonic; a huge k would overflow k·j
     j = np.arange(p)
-    return float(amplitude) * np.cos(2 * np.pi * k * j / p + float(phase))
+    return amplitude * np.cos(2 * np.pi * k * j / p + phase)
 
 
 def template(p, magnitudes, *, phases=None, seed=0):
@@ -95,7 +100,7 @@ def template(p, magnitudes, *, phases=None, seed=0):
     if np.any(magnitudes < 0):
         raise ValueError("magnitudes must be non-negative")
     if phases is None:
-        phases = np.random.default_rng(seed).uniform(0.0, 2 * np.pi, half)
+        phases = np.random.default_rng(check_int(seed, "seed", 0)).uniform(0.0, 2 * np.pi, half)
     phases = _as_real_vectors(phases, "phases")
     if phases.shape != (half,):
         raise ValueError(f"phases must have (p-1)/2 = {half} entries, got shape {phases.shape}")

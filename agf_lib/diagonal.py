@@ -29,7 +29,7 @@ from scipy.optimize import lsq_linear
 from .flow import check_solver, integrate
 from .network import TwoLayerNetwork, as_data
 from .results import GF_TIME, LOG_TIME, Staircase, Trajectory
-from .validation import check_int, check_max_jumps, check_num_samples, check_positive
+from .validation import check_bool, check_fraction, check_int, check_max_jumps, check_num_samples, check_positive
 
 __all__ = ["DiagonalLinearNetwork", "initial_theta", "agf_staircase", "limit_staircase", "exact_flow",
            "activation_threshold", "sign_constrained_least_squares", "beta_of_psi", "log_cosh"]
@@ -155,7 +155,7 @@ def activation_threshold(alpha):
 
 
 def log_cosh(x):
-    """``log cosh x`` without overflow: ``|x| + log1p(e^{−2|x|}) − log 2``."""
+    """``log cosh x`` without overflow: ``|x| + log1p(e^{−2|x|}) − log 2`` (``x`` finite)."""
     x = np.abs(_real_values(x, "x"))
     return x + np.log1p(np.exp(-2.0 * x)) - math.log(2.0)
 
@@ -164,15 +164,22 @@ def _numbers(value, name, expected):
     """``value`` as an array of real numbers (its dtype kept); TypeError naming ``name`` and ``expected``."""
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
-    value = np.asarray(value)
+    try:
+        value = np.asarray(value)
+    except ValueError:             # a ragged nested list
+        raise TypeError(f"{name} must be {expected}, got a ragged nested sequence") from None
     if value.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be {expected}, got dtype {value.dtype}")
     return value
 
 
 def _real_values(value, name):
-    """``value`` as a float array; TypeError naming ``name`` for anything that is not real numbers."""
-    return _numbers(value, name, "a real number or an array of real numbers").astype(float)
+    """``value`` as a finite float array; TypeError naming ``name`` for anything that is not real numbers,
+    ValueError for NaN or ±inf."""
+    value = _numbers(value, name, "a real number or an array of real numbers").astype(float)
+    if not np.all(np.isfinite(value)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return value
 
 
 # β = α² sinh 2ψ is a float64 only while its log, 2 log α + 2|ψ| − log 2, stays below this
@@ -196,6 +203,8 @@ def beta_of_psi(psi, alpha):
     ------
     OverflowError
         Where ``|β|`` exceeds the largest float64 (``2 log α + 2|ψ| − log 2 > 709.78``).
+    ValueError
+        If ``psi`` holds NaN or ±inf, or ``alpha`` is not a finite positive number.
     """
     alpha = check_positive(alpha, "alpha")
     psi = _real_values(psi, "psi")
@@ -257,16 +266,34 @@ def exact_flow(X, y, t_end, *, alpha, method="DOP853", rtol=1e-10, atol=1e-12, n
     Trajectory
         In GF time; with ``record_params`` its ``params[k]`` holds ``(u_i, v_i)`` and
         ``log_norms`` holds ``log‖θ_i‖``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range (as for :func:`agf_lib.gradient_flow`).
+    FloatingPointError
+        If the flow itself (not a rejected trial step) reaches ``2α² cosh 2ψ_i = e^300`` (about
+        ``|β_i| = e^300``), where the field is capped: the data ask for coefficients beyond float64's
+        comfortable range (rescale ``X``).
     """
     alpha = check_positive(alpha, "alpha")
     t_end = check_positive(t_end, "t_end")
     check_solver(method)
     check_num_samples(num_samples)
+    record_params = check_bool(record_params, "record_params")
     X, y, Sigma_xx, Sigma_xy = _moments(X, y)
     rhs, jacobian = _psi_field(Sigma_xx, Sigma_xy, math.log(alpha))
     times, psi = integrate(rhs, np.zeros(X.shape[1]), t_end, method=method, rtol=rtol, atol=atol,
                            num_samples=num_samples, times=times, jac=jacobian)
     psi = psi.T
+    # The samples hold every accepted step (or, with times given, the flow at those times): the caps of
+    # _psi_field must have been met only by rejected trial steps, never on the path itself. The Jacobian's
+    # exponent, log(2α² cosh 2ψ), bounds β's, log|α² sinh 2ψ|, so one check covers both caps.
+    reached = float((2.0 * math.log(alpha) + np.logaddexp(2.0 * psi, -2.0 * psi)).max())
+    if reached >= _LOG_SATURATE:
+        raise FloatingPointError(f"the flow reached 2 alpha² cosh(2 psi) = e^{reached:.4g}, beyond the cap "
+                                 f"e^{_LOG_SATURATE:g} of its velocity: the data ask for coefficients too large "
+                                 "for float64 (rescale X)")
     residual = y[None, :] - beta_of_psi(psi, alpha) @ X.T
     losses = 0.5 * np.mean(residual**2, axis=1)
     params = log_norms = None
@@ -423,7 +450,8 @@ def agf_staircase(X, y, *, alpha, max_jumps=None, tol=1e-10):
     max_jumps : int, optional
         Stop after this many jumps.
     tol : float, default 1e-10
-        Stop when every dormant coordinate has zero gradient, relative to ``tol·max|Σ_xy|``.
+        Stop when every dormant coordinate has zero gradient, relative to ``tol·max|Σ_xy|``; in
+        ``(0, 1)``.
 
     Returns
     -------
@@ -433,6 +461,7 @@ def agf_staircase(X, y, *, alpha, max_jumps=None, tol=1e-10):
     """
     threshold = activation_threshold(alpha)
     check_max_jumps(max_jumps)
+    tol = check_fraction(tol, "tol")
     times, losses, order, states, active, deactivated = _saddle_to_saddle(X, y, threshold, max_jumps, tol)
     return Staircase(np.array(times), np.array(losses), order, states=states, active=active, time_unit=GF_TIME,
                      deactivated=deactivated)
@@ -456,7 +485,8 @@ def limit_staircase(X, y, *, max_jumps=None, tol=1e-10):
     max_jumps : int, optional
         Stop after this many jumps.
     tol : float, default 1e-10
-        Stop when every inactive coordinate has zero gradient, relative to ``tol·max|Σ_xy|``.
+        Stop when every inactive coordinate has zero gradient, relative to ``tol·max|Σ_xy|``; in
+        ``(0, 1)``.
 
     Returns
     -------
@@ -465,6 +495,7 @@ def limit_staircase(X, y, *, max_jumps=None, tol=1e-10):
         in ``active``.
     """
     check_max_jumps(max_jumps)
+    tol = check_fraction(tol, "tol")
     times, losses, order, states, active, deactivated = _saddle_to_saddle(X, y, 1.0, max_jumps, tol)
     return Staircase(np.array(times), np.array(losses), order, states=states, active=active,
                      time_unit=LOG_TIME, deactivated=deactivated)

@@ -1085,11 +1085,15 @@ def least_squares_fit(x, G, H, *, seed=0, max_nfev=None):
     The fit runs in the span of the translates of ``x`` (``n`` dimensions): the other components of ``u`` and
     ``v`` change no output, and those of ``w`` only add to the loss. Returns ``(relative_loss, theta)``:
     ``‖f − y‖²/‖y‖²`` over all pairs, and ``θ`` of shape ``(H, 3|G|)``. A local method: a loss above zero says
-    this start found no exact fit, not that none exists.
+    this start found no exact fit, not that none exists. With ``max_nfev`` the fit stops there, converged or
+    not; without it, a fit that has not converged within SciPy's default budget raises ``RuntimeError``.
     """
     G = _check_group(G)
     x = _check_template(x, G)
     H = check_int(H, "H", 1)
+    if 3 * H > G.order**2:       # Levenberg-Marquardt needs no more parameters (3nH) than residuals (|G|²n)
+        raise ValueError(f"H must be at most |G|²/3 = {G.order**2 // 3} for a Levenberg-Marquardt fit (no more "
+                         f"parameters than residuals), got {H}")
     seed = check_int(seed, "seed", 0)
     if max_nfev is not None:
         max_nfev = check_int(max_nfev, "max_nfev", 1)
@@ -1120,6 +1124,11 @@ def least_squares_fit(x, G, H, *, seed=0, max_nfev=None):
     start = np.random.default_rng(seed).normal(size=H * 3 * n)
     fit = least_squares(residual, start, jac=jacobian, method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15,
                         max_nfev=max_nfev)
+    # status 0: the evaluation budget ran out, which a caller's max_nfev asks for; without one, the fit
+    # did not converge within SciPy's default budget, and its loss would pass for a converged one
+    if fit.status < 0 or (fit.status == 0 and max_nfev is None) or not np.all(np.isfinite(fit.x)):
+        raise RuntimeError(f"least_squares_fit did not converge (scipy least_squares, status {fit.status}: "
+                           f"{fit.message}); give max_nfev to accept a fit within a budget")
     u, v, w = split(fit.x)
     return float(2 * fit.cost / (y**2).sum()), np.concatenate([u, v, w], axis=1) @ np.kron(np.eye(3), basis.T)
 

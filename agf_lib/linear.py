@@ -87,7 +87,7 @@ class FullyConnectedLinearNetwork(FeedForwardNetwork):
 
     def theta_from_factors(self, W, A):
         """The parameters ``theta`` (shape ``(H, d + c)``) of the factors ``W`` (H, d) and ``A`` (c, H)."""
-        W, A = np.asarray(W, dtype=float), np.asarray(A, dtype=float)
+        W, A = real_array(W, "W", "an (H, d) array"), real_array(A, "A", "a (c, H) array")
         H, d, c = self.num_neurons, self.input_dim, self.output_dim
         if W.shape != (H, d) or A.shape != (c, H):
             raise ValueError(f"W must have shape {(H, d)} and A shape {(c, H)}, got {W.shape} and {A.shape}")
@@ -213,7 +213,7 @@ def population_loss(beta, Sigma_xx, Sigma_yx, *, Sigma_yy=None):
     noise-free target ``y = Bx`` (``Σ_yy = B Σ_xx Bᵀ``), for which the second term vanishes.
     """
     Sigma_xx, Sigma_yx = _check_covariances(Sigma_xx, Sigma_yx)
-    beta = np.asarray(beta, dtype=float)
+    beta = real_array(beta, "beta", "a (c, d) array")
     if beta.shape[-2:] != Sigma_yx.shape:
         raise ValueError(f"beta must have shape (..., c, d) = (..., {Sigma_yx.shape[0]}, {Sigma_yx.shape[1]}), "
                          f"got {beta.shape}")

@@ -316,11 +316,23 @@ def output_power(network, theta, X):
 
     For the target ``(a+b)·x`` this is ``|x̂[k]|²``. ``theta`` of shape ``(H, 3p)`` or a stack
     ``(T, H, 3p)`` of snapshots; returns ``(p+1)/2`` or ``(T, (p+1)/2)`` numbers.
+
+    Raises
+    ------
+    TypeError
+        If ``network`` is not a :class:`QuadraticModularNetwork`, or ``theta`` or ``X`` not an array of
+        real numbers.
+    ValueError
+        If ``theta`` or ``X`` has the wrong shape or an entry that is not finite.
     """
     if not isinstance(network, QuadraticModularNetwork):
         raise TypeError(f"network must be a QuadraticModularNetwork, got {type(network).__name__}")
-    theta = np.asarray(theta, dtype=float)
-    X = np.asarray(X, dtype=float)
+    theta = real_array(theta, "theta", "an (H, 3p) or (T, H, 3p) array")
+    if theta.ndim not in (2, 3):
+        raise ValueError(f"theta must have shape (H, 3p) or (T, H, 3p), got {theta.shape}")
+    X = real_array(X, "X", "an (n, 2p) array")
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] != network.input_dim:
+        raise ValueError(f"X must have shape (n, 2p) = (n, {network.input_dim}) with n >= 1, got {X.shape}")
     stack = theta[None] if theta.ndim == 2 else theta
     power = []
     for snapshot in stack:

@@ -41,6 +41,8 @@ def as_data(X, y):
     X, y = real_array(X, "X", expected=expected), real_array(y, "y", expected=expected)
     if X.ndim != 2:
         raise ValueError(f"X must have shape (n, d), got {tuple(X.shape)}")
+    if 0 in X.shape:       # no sample: every mean over samples divides by zero
+        raise ValueError(f"X must have at least one row (sample) and one column (input), got shape {X.shape}")
     if y.ndim == 1:
         y = y[:, None]
     if y.ndim != 2 or y.shape[0] != X.shape[0]:

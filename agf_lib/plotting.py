@@ -36,6 +36,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from .results import Staircase, Trajectory
+from .validation import check_bool, check_positive, real_array
 
 __all__ = [
     "COLUMN_WIDTH_IN",
@@ -276,8 +277,24 @@ def legend_outside(target, *, where="below", ncols=None, **legend_kw):
 
 
 def alpha_colors(alphas, *, cmap="viridis"):
-    """One color per initialization scale, darker for smaller α (ordered by log α)."""
-    logs = -np.log10(np.asarray(alphas, dtype=float))
+    """One color per initialization scale, darker for smaller α (ordered by log α).
+
+    Raises
+    ------
+    ValueError
+        If ``alphas`` is empty, not 1-D, or holds a scale that is not finite and positive, or ``cmap``
+        is not a matplotlib colormap name.
+    TypeError
+        If ``alphas`` is not a sequence of real numbers.
+    """
+    alphas = real_array(alphas, "alphas", "a 1-D array of real numbers")
+    if alphas.ndim != 1 or alphas.size == 0:
+        raise ValueError(f"alphas must be a non-empty 1-D array, got shape {alphas.shape}")
+    if np.any(alphas <= 0):
+        raise ValueError(f"alphas must be positive (initialization scales), got {float(alphas.min())!r}")
+    if cmap not in mpl.colormaps:
+        raise ValueError(f"cmap must be the name of a matplotlib colormap, got {cmap!r}")
+    logs = -np.log10(alphas)
     span = np.ptp(logs) if logs.size > 1 else 1.0
     positions = 0.85 - 0.7 * (logs - logs.min()) / (span or 1.0)
     return [mpl.colormaps[cmap](p) for p in positions]
@@ -320,6 +337,8 @@ def colorbar(mappable, ax, *, label, where="right"):
 
 def plot_staircase(ax, staircase, t_end=None, *, label="AGF", **style):
     """Draw ``staircase`` as a step function up to ``t_end`` (default: a quarter past the last jump)."""
+    if not isinstance(ax, mpl.axes.Axes):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     if not isinstance(staircase, Staircase):
         raise TypeError(f"staircase must be a Staircase, got {type(staircase).__name__}")
     t, levels = staircase.steps(t_end)
@@ -327,8 +346,15 @@ def plot_staircase(ax, staircase, t_end=None, *, label="AGF", **style):
 
 
 def mark_jumps(ax, times, **style):
-    """Thin vertical lines at the given jump times."""
-    for t in np.atleast_1d(times):
+    """Thin vertical lines at the given jump times (finite numbers)."""
+    if not isinstance(ax, mpl.axes.Axes):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    if isinstance(times, numbers.Real) and not isinstance(times, bool):
+        times = [times]
+    times = real_array(times, "times", "a number or a 1-D array of real numbers")
+    if times.ndim != 1:
+        raise ValueError(f"times must be a number or a 1-D array, got shape {times.shape}")
+    for t in times:
         ax.axvline(t, **{"color": "0.5", "linewidth": 0.8, "linestyle": ":", **style})
 
 
@@ -338,13 +364,41 @@ def plot_losses(trajectories, *, labels=None, colors=None, staircase=None, ax=No
 
     The x axis is labelled with the trajectories' time unit; all of them (and the staircase) must
     share it. Without ``ax``, a one-panel :func:`figure` is made. The legend goes right of the data.
+    ``labels`` and ``colors``, where given, have one entry per trajectory.
+
+    Raises
+    ------
+    TypeError
+        If ``trajectories`` is not a non-empty sequence of :class:`~agf_lib.results.Trajectory`,
+        ``staircase`` not a :class:`~agf_lib.results.Staircase`, ``ax`` not an Axes, or ``logy`` not
+        ``True`` or ``False``.
+    ValueError
+        If the time units differ, ``labels`` or ``colors`` has not one entry per trajectory, or
+        ``t_end`` is not a finite positive number.
     """
+    if isinstance(trajectories, Trajectory) or not hasattr(trajectories, "__iter__"):
+        raise TypeError(f"trajectories must be a non-empty sequence of Trajectory, got {type(trajectories).__name__}")
     trajectories = list(trajectories)
     if not trajectories or not all(isinstance(tr, Trajectory) for tr in trajectories):
         raise TypeError("trajectories must be a non-empty sequence of Trajectory")
+    if staircase is not None and not isinstance(staircase, Staircase):
+        raise TypeError(f"staircase must be a Staircase or None, got {type(staircase).__name__}")
+    if ax is not None and not isinstance(ax, mpl.axes.Axes):
+        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
+    logy = check_bool(logy, "logy")
+    if t_end is not None:
+        t_end = check_positive(t_end, "t_end")
     units = {tr.time_unit for tr in trajectories} | ({staircase.time_unit} if staircase is not None else set())
     if len(units) > 1:
         raise ValueError(f"trajectories and staircase use different time units: {sorted(map(str, units))}")
+    for name, values in (("labels", labels), ("colors", colors)):
+        if values is None:
+            continue
+        if isinstance(values, str) or not hasattr(values, "__len__"):
+            raise TypeError(f"{name} must be a sequence with one entry per trajectory, got {type(values).__name__}")
+        if len(values) != len(trajectories):
+            raise ValueError(f"{name} must have one entry per trajectory ({len(trajectories)}), got {len(values)}: "
+                             "the curves without one would not be drawn")
     if ax is None:
         _, ax = figure()
     labels = labels if labels is not None else [None] * len(trajectories)

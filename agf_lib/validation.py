@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-__all__ = ["as_float_array", "real_array", "check_positive", "check_int", "check_bool", "check_centred",
-           "check_max_jumps", "check_num_samples"]
+__all__ = ["as_float_array", "real_array", "check_real", "check_positive", "check_fraction", "check_int",
+           "check_bool", "check_centred", "check_max_jumps", "check_num_samples"]
 
 _REALS = (int, float, np.integer, np.floating)
 
@@ -41,13 +41,34 @@ def real_array(value, name, what="an array", expected=None, complex_ok=False):
     return value
 
 
-def check_positive(value, name, *, finite=True):
-    """A positive real number (finite unless ``finite=False``), as a float."""
+def _real_number(value, name):
+    """``value`` as a float, or a TypeError naming ``name`` (a bool is not a number here)."""
     if isinstance(value, bool) or not isinstance(value, _REALS):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
+    return float(value)
+
+
+def check_real(value, name):
+    """A finite real number of any sign, as a float; NaN and ±inf are a ValueError naming ``name``."""
+    value = _real_number(value, name)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+    return value
+
+
+def check_positive(value, name, *, finite=True):
+    """A positive real number (finite unless ``finite=False``), as a float."""
+    value = _real_number(value, name)
     if math.isnan(value) or value <= 0 or (finite and math.isinf(value)):
         raise ValueError(f"{name} must be a {'finite ' if finite else ''}positive number, got {value!r}")
+    return value
+
+
+def check_fraction(value, name, *, zero_ok=False):
+    """A real number in ``(0, 1)`` (``[0, 1)`` with ``zero_ok``), as a float: a relative tolerance."""
+    value = _real_number(value, name)
+    if not ((0 <= value if zero_ok else 0 < value) and value < 1):
+        raise ValueError(f"{name} must be a number in {'[0' if zero_ok else '(0'}, 1), got {value!r}")
     return value
 
 
@@ -61,6 +82,7 @@ def check_int(value, name, minimum=1):
 
 
 def check_bool(value, name):
+    """``True`` or ``False`` (a NumPy bool too), as a bool; anything else, 0 and 1 included, is a TypeError."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
     return bool(value)
