@@ -232,6 +232,6 @@ def test_gradient_flow_jump_times_converge_to_agf_as_alpha_shrinks(name):
 def test_unknown_problem_names_are_listed():
     with pytest.raises(ValueError, match="diagonal-dormancy"):
         problems.get("diagonals")
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="^name must be a string, got int"):
         problems.get(3)
     assert problems.get("attention") is problems.get("attention")

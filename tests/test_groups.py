@@ -985,7 +985,7 @@ def test_network_and_initialization_reject_bad_arguments():
         groups.initial_theta(G, 3, alpha="small")
     with pytest.raises(ValueError, match="alpha must be a finite positive number"):
         groups.initial_theta(G, 3, alpha=-1.0)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="positional argument"):
         groups.initial_theta(G, 3, 0.1)   # alpha is keyword-only
     with pytest.raises(TypeError, match="network must be a groups.CompositionNetwork"):
         groups.output_power(modular.QuadraticModularNetwork(5, 3), np.zeros((3, 15)), np.zeros((25, 10)))

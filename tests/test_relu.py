@@ -94,7 +94,7 @@ def test_initial_theta_follows_the_paper_and_is_seeded():
     np.testing.assert_allclose(np.var(theta[:, 4:]), 1e-6 / 4, rtol=0.05)   # α²/(2c)
     np.testing.assert_array_equal(theta, network.initial_theta(alpha=1e-3, seed=1))
     assert not np.array_equal(theta, relu.initial_theta(network, alpha=1e-3, seed=2))
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="positional argument"):
         relu.initial_theta(network, 1e-3)                           # alpha is keyword-only
 
 
