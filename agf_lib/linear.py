@@ -22,10 +22,16 @@ by :func:`limit_staircase`. :func:`population_data` builds ``n = d`` points whos
 ``Σ_xx`` and ``Σ_yx`` exactly, so :func:`agf_lib.gradient_flow` integrates the population flow with no
 sampling; :func:`matrix_flow` integrates the same flow directly in matrix form, much faster.
 
+At finite α, :func:`basis_agf` runs the paper's AGF itself on basis vectors: the dormant basis follows
+its utility flow, a linear flow solved exactly, and each cost step is a reduced-rank regression. The
+neuron-wise engine :func:`agf_lib.alternating_gradient_flow` does not apply here: it activates neurons,
+and on non-commuting covariances its jump times move away from gradient flow as α shrinks.
+
 The setting's roles (the contract of every setting module): :class:`FullyConnectedLinearNetwork`;
-:func:`initial_theta`; the data :func:`population_data`; :func:`limit_staircase`, the α → 0 staircase in
-``t/log(1/α)``; and :func:`matrix_flow`, the setting's own fast flow. There is no closed form at finite
-α: the jump times then depend on the random initialization.
+:func:`initial_theta`; the data :func:`population_data`; :func:`basis_agf`, AGF at finite α in GF time;
+:func:`limit_staircase`, the α → 0 staircase in ``t/log(1/α)``; and :func:`matrix_flow`, the setting's
+own fast flow. There is no closed form at finite α: the jump times then depend on the random
+initialization.
 """
 
 from __future__ import annotations
@@ -33,15 +39,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.optimize import brentq
 
 from .flow import check_solver, integrate
 from .network import FeedForwardNetwork
 from .results import LOG_TIME, Staircase, Trajectory
-from .validation import as_float_array, check_int, check_num_samples, check_positive, real_array
+from .validation import as_float_array, check_int, check_max_jumps, check_num_samples, check_positive, real_array
 
 __all__ = ["FullyConnectedLinearNetwork", "initial_theta", "population_data", "population_loss", "loss_gradient",
            "regression_modes", "reduced_rank_regression", "projected_singular_values", "limit_staircase",
-           "matrix_flow"]
+           "basis_agf", "matrix_flow"]
 
 # e^x is a float64 only for x below this: log‖Θ‖ beyond half of it puts β = AW out of range
 _LOG_FLOAT_MAX = math.log(np.finfo(float).max)
@@ -363,6 +370,219 @@ def limit_staircase(Sigma_xx, Sigma_yx, *, rank=None, Sigma_yy=None, tol=1e-12):
     states = [U[:, :k] @ (U[:, :k].T @ B) for k in range(jumps + 1)]
     return Staircase(np.array(times), np.array(levels), list(range(jumps)), states=states,
                      active=[tuple(range(k)) for k in range(jumps + 1)], time_unit=LOG_TIME)
+
+
+# ---------------------------------------------------------------------------------------------
+# AGF on basis vectors at finite α
+
+# A dormant basis vector more than this factor below the largest entry of the graded matrix whose singular
+# values give the dormant norms (see basis_agf) is near the end of float64's exponent range: its entries
+# are subnormal or zero, and its norm and direction are no longer resolved.
+_GRADED_FLOOR = 1e-280
+
+
+def _dilation_modes(G, eta):
+    """Rates ``ηλ_j`` (decreasing) and eigenvectors ``p_j`` (columns, shape (d + c, d + c)) of ``ηM(G)``,
+    ``M(G) = [[0, Gᵀ], [G, 0]]``: the utility flow ``θ̇ = ηMθ`` of a row ``θ = (w, a)``."""
+    c, d = G.shape
+    M = np.zeros((d + c, d + c))
+    M[:d, d:], M[d:, :d] = G.T, G
+    lam, V = np.linalg.eigh(M)
+    return eta * lam[::-1], V[:, ::-1]
+
+
+def _graded(log_norms, C, exponents):
+    """``diag(e^ℓ) C diag(e^x) = e^top Z`` with ``max |Z_ij| = 1``: every entry is a product, so that none
+    loses relative accuracy however far apart ``ℓ`` and ``x`` spread. Returns ``(top, Z)``."""
+    with np.errstate(divide="ignore"):
+        E = log_norms[:, None] + np.log(np.abs(C)) + exponents[None, :]
+    top = float(E.max())
+    return top, np.sign(C) * np.exp(E - top)
+
+
+def _log_top_norm(log_norms, C, exponents):
+    """``log σ_max(diag(e^ℓ) C diag(e^x))``: the log-norm of the largest dormant basis vector."""
+    top, Z = _graded(log_norms, C, exponents)
+    return top + math.log(float(np.linalg.norm(Z, 2)))
+
+
+def _activation_wait(log_norms, C, rates, growing):
+    """The time until the largest dormant basis vector reaches norm one, or ``inf`` if none can.
+
+    ``f(u) = log σ_max(diag(e^ℓ) C diag(e^{ru}))`` is convex (a maximum over unit x of the log-sum-exp
+    ``log ‖xᵀdiag(e^ℓ)C diag(e^{ru})‖``), with ``f(0) = max ℓ < 0`` (C has orthonormal rows), and no smaller
+    than any single entry ``ℓ_i + log|C_ij| + r_j u``: its one root lies below the first time an entry
+    reaches one."""
+    if log_norms.max() >= 0:
+        return 0.0
+    with np.errstate(divide="ignore"):
+        bounds = (-log_norms[:, None] - np.log(np.abs(C[:, growing]))) / rates[growing]
+    t_high = float(bounds.min()) if bounds.size else math.inf
+    if not math.isfinite(t_high):
+        return math.inf
+    def f(u):
+        return _log_top_norm(log_norms, C, rates * u)
+
+    while f(t_high) < 0:  # the bound is exact up to rounding
+        t_high *= 1.0 + 1e-9
+    return brentq(f, 0.0, t_high, xtol=1e-300, rtol=1e-15)
+
+
+def basis_agf(Sigma_xx, Sigma_yx, theta0, *, t_end=None, Sigma_yy=None, eta=1.0, max_jumps=None, tol=1e-12):
+    """The paper's AGF for the fully connected linear network, on basis vectors, at finite α, in GF time.
+
+    Dormant and active *basis vectors* (Section 4; chapter 04's Definition) replace the neurons, which
+    the ``GL_H`` symmetry of ``f = AWx`` makes meaningless: a learned feature is spread over every
+    neuron. Utility maximization moves the dormant basis as a whole; cost minimization is reduced-rank
+    regression (Eq. 43). As α → 0 the staircase tends to :func:`limit_staircase` (Conjecture 4.1,
+    when the dormant basis keeps its order); at finite α it follows gradient flow up to a delay of order
+    one in GF time at each jump.
+
+    Parameters
+    ----------
+    Sigma_xx : (d, d) array
+        Input covariance, symmetric positive definite.
+    Sigma_yx : (c, d) array
+        Output-input cross-covariance.
+    theta0 : (H, d + c) array
+        Initial parameters, rows ``(w_h, a_h)`` (e.g. :func:`initial_theta`); every basis vector of
+        norm below one.
+    t_end : float, optional
+        Stop before a jump that would come after this GF time; by default none.
+    Sigma_yy : (c, c) array, optional
+        Output covariance, for the levels; by default that of the noise-free target.
+    eta : float, default 1.0
+        Learning rate η of the flow ``Θ̇ = −η∇L``.
+    max_jumps : int, optional
+        Stop after this many jumps.
+    tol : float, default 1e-12
+        No basis vector gains utility once ``−∇_βL = P⊥_{U_k}Σ_yx`` has fallen below ``tol`` times
+        ``‖Σ_yx‖₂``, nor along a mode of rate below that.
+
+    Returns
+    -------
+    Staircase
+        In GF time: ``times[k]`` the k-th jump, ``losses[k] = ½ Σ_{i>k} μ_i`` (plus the noise floor
+        ``½(tr Σ_yy − Σ_i μ_i)``), the loss of the reduced-rank regression ``states[k] = β*_k``
+        (:func:`reduced_rank_regression`), ``order[k−1] = k − 1`` (the eigenvector of
+        ``Σ_yx Σ_xx⁻¹ Σ_yxᵀ`` added at jump k), ``active[k] = (0, …, k − 1)``, and ``stop_reason``:
+        ``"no utility"`` (the gradient has vanished, ``k = rank Σ_yx``, or no dormant vector has a
+        component on a growing mode), ``"all active"`` (no dormant basis vector left: ``H`` jumps),
+        ``"max_jumps"`` or ``"t_end"``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range: covariances as in :func:`limit_staircase`, ``theta0`` not of
+        shape ``(H, d + c)``, zero, or with a basis vector of norm one or more (not a dormant start: use
+        a smaller α), ``t_end``, ``eta`` or ``tol`` not positive, ``max_jumps`` negative.
+    TypeError
+        If an argument has the wrong type.
+    FloatingPointError
+        If a dormant basis vector falls more than 1e-280 below the one that activates, beyond float64's
+        exponent range (on problems of order one, about α = 1e-250).
+
+    Notes
+    -----
+    *The flow in the hidden space.* With ``R = Σ_yx − AWΣ_xx``, gradient flow moves neuron
+    ``θ_h = (w_h, a_h)`` by ``ẇ_h = ηRᵀa_h``, ``ȧ_h = ηRw_h``: ``Θ̇ = ηΘM(R)``, with the symmetric
+    ``M(G) = [[0, Gᵀ], [G, 0]]`` whose eigenvalues are ``±σ_i(G)`` (and ``|c − d|`` zeros). A unit
+    vector ``θ̃ = (w̃, ã)`` has utility ``ãᵀGw̃ = ½θ̃ᵀMθ̃`` for ``G = −∇_βL(β_𝒜)`` (Section 4; Eq. 1 with
+    ``f = ãw̃ᵀx``).
+
+    *The dormant basis.* For ``theta0`` it is the singular value decomposition
+    ``Θ_0 = Σ_i s_i q_i θ̃_iᵀ`` (:meth:`FullyConnectedLinearNetwork.basis`): basis vector i has hidden
+    direction ``q_i``, norm ``s_i`` and direction ``θ̃_i``, and at ``t = 0`` all are dormant (those
+    with ``s_i`` below the SVD's rank tolerance, ``(d + c)ε s_1``, are zero and never move).
+
+    *Utility maximization.* The dormant part ``Θ_𝒟`` (hidden directions orthogonal to the active ones)
+    maximizes its total utility ``½ tr(Θ_𝒟 M Θ_𝒟ᵀ)`` (Appendix D, over the Stiefel manifold) by its
+    gradient flow ``Θ̇_𝒟 = ηΘ_𝒟M``; between jumps ``G`` is constant and
+    ``Θ_𝒟(τ_k + u) = Θ_𝒟(τ_k) e^{ηMu}``. This is gradient flow itself, linearized at the saddle: the
+    product ``AW = Θ_aᵀΘ_w`` has no cross terms between parts with orthogonal hidden directions. The
+    dormant basis vectors are the singular components of ``Θ_𝒟(t)``: with ``M = Σ_j λ_j p_j p_jᵀ`` and
+    ``C_ij = θ̃_i·p_j``, the largest has norm ``σ_max(diag(s) C diag(e^{ηλu}))``, whose logarithm is
+    convex in ``u``. The next jump is its one root of ``log σ_max = 0``: the first basis vector to reach
+    norm one, the paper's condition that the accumulated utility ``∫2ηŪ dt`` reaches ``−log s`` (κ = 2).
+    The initial norms enter only through ``Θ_0``: ``Θ_0 e^{ηMu}p_1 = e^{ησ_1u} Θ_0p_1`` gives
+    ``τ^(1) ≤ log(1/‖Θ_0p_1‖)/(ησ_1(Σ_yx))`` with ``‖Θ_0p_1‖² = Σ_i s_i²(θ̃_i·p_1)²``, which is
+    ``log(1/α)/(ησ_1) + O(1)``: the norm along the top mode, ``p_1 = (v_1, u_1)/√2``, is what counts.
+
+    *The jump.* At ``τ^(k+1)`` the top singular component of ``Θ_𝒟`` (norm one) becomes active. The
+    others keep their norms and directions: they are the remaining singular components, with hidden
+    directions orthogonal to the one that left, which the flow therefore does not couple to them.
+
+    *Cost minimization.* The ``k + 1`` active basis vectors minimize the loss over maps of rank
+    ``k + 1``: the reduced-rank regression ``β*_{k+1}`` at loss ``½ Σ_{i>k+1} μ_i``, reached in no time
+    (Algorithm 1), with next gradient ``−∇_βL(β*_{k+1}) = P⊥_{U_{k+1}}Σ_yx`` (Eq. 44). The dormant basis
+    does not move during it.
+
+    *Precision.* The dormant basis is kept as log-norms and orthonormal directions; its singular value
+    decomposition after each wait is taken of ``diag(e^ℓ) C diag(e^{ηλu})`` divided by its largest entry,
+    whose entries are products (no cancellation) graded along rows and columns, and removing the vector
+    that activates drops a component instead of subtracting it. A dormant vector many orders of
+    magnitude below the one that activates thus keeps its relative accuracy, and there is no floor of
+    float64's relative resolution (1e-16): at α = 1e-100, ``Θ_𝒟`` written out in 400-digit arithmetic
+    (``tests/test_linear.py``) has its largest basis vector at norm one, to 1e-12 in the logarithm, at
+    every jump time found here. What remains is float64's exponent range (``FloatingPointError`` above).
+    """
+    Sigma_xx, Sigma_yx = _check_covariances(Sigma_xx, Sigma_yx)
+    c, d = Sigma_yx.shape
+    theta0 = _as_matrix(theta0, "theta0")
+    if theta0.shape[1] != d + c:
+        raise ValueError(f"theta0 must have shape (H, d + c) = (H, {d + c}), got {theta0.shape}")
+    t_end = math.inf if t_end is None else check_positive(t_end, "t_end")
+    eta, tol = check_positive(eta, "eta"), check_positive(tol, "tol")
+    check_max_jumps(max_jumps)
+    largest = float(np.abs(theta0).max())
+    if largest == 0:
+        raise ValueError("theta0 must be nonzero (the origin is a critical point)")
+    _, norms, directions = np.linalg.svd(theta0 / largest, full_matrices=False)
+    if math.log(norms[0]) + math.log(largest) >= 0:
+        raise ValueError(f"theta0 must be a dormant start, every basis vector of norm below one; its largest has "
+                         f"norm {norms[0] * largest:.6g} (use a smaller alpha)")
+    keep = norms > (d + c) * np.finfo(float).eps * norms[0]
+    log_norms, directions = np.log(norms[keep]) + math.log(largest), directions[keep]
+
+    mu, U = regression_modes(Sigma_xx, Sigma_yx)
+    offset = _noise_offset(Sigma_yy, mu, c)
+    B = _target(Sigma_xx, Sigma_yx)
+    floor = tol * float(np.linalg.norm(Sigma_yx, 2))
+    times, t, stop_reason = [0.0], 0.0, "no utility"
+    for k in range(min(c, d) + 1):
+        if log_norms.size == 0:
+            stop_reason = "all active"
+            break
+        if max_jumps is not None and k >= max_jumps:
+            stop_reason = "max_jumps"
+            break
+        complement = U[:, k:]
+        G = complement @ (complement.T @ Sigma_yx)  # −∇_βL(β*_k) = P⊥_{U_k} Σ_yx
+        if k == min(c, d) or np.linalg.norm(G, 2) <= floor:
+            break
+        rates, modes = _dilation_modes(G, eta)
+        C = directions @ modes
+        wait = _activation_wait(log_norms, C, rates, rates > eta * floor)
+        if not math.isfinite(wait):
+            break
+        if t + wait > t_end:
+            stop_reason = "t_end"
+            break
+        t += wait
+        top, Z = _graded(log_norms, C, rates * wait)
+        _, s, rows = np.linalg.svd(Z, full_matrices=False)
+        if s.size > 1 and s[-1] < _GRADED_FLOOR * s[0]:
+            ratio = f"{s[-1] / s[0]:.1e} times" if s[-1] > 0 else "a zero (underflowed) multiple of"
+            raise FloatingPointError(
+                f"at the jump at t = {t:.6g} a dormant basis vector is {ratio} the one that activates, beyond "
+                "float64's exponent range: its norm and direction are not resolved; use a larger alpha")
+        log_norms, directions = top + np.log(s[1:]), rows[1:] @ modes.T
+        times.append(t)
+    jumps = len(times) - 1
+    levels = [offset + 0.5 * float(np.sum(mu[k:])) for k in range(jumps + 1)]
+    states = [U[:, :k] @ (U[:, :k].T @ B) for k in range(jumps + 1)]
+    return Staircase(np.array(times), np.array(levels), list(range(jumps)), states=states,
+                     active=[tuple(range(k)) for k in range(jumps + 1)], stop_reason=stop_reason)
 
 
 # ---------------------------------------------------------------------------------------------
