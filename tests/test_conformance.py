@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 import agf_lib
-from agf_lib import problems
+from agf_lib import linear, problems
 from agf_lib.results import Trajectory
 
 pytestmark = pytest.mark.conformance
@@ -60,35 +60,50 @@ EXACT_LEVEL_RTOL = 1e-12
 # AGF's levels against the closed form's, as a fraction of the initial loss: 2e-7 (modular, where the
 # cost step ends with its loss settled to cost_tol² = 1e-6 of its fall), 1e-13 elsewhere.
 LEVEL_TOL = 2e-6
-# The ReLU problems run on the smoothed surrogate (eps = 1e-4): a neuron resting on a kink adds about
-# eps log 2 to the output of the sample on the kink, which shifts relu-xor's levels by up to 6.3e-5
-# (measured); relu-orthogonal has no neuron on a kink and meets LEVEL_TOL.
-LEVEL_TOL_OF = {"relu-xor": 2e-4}
+# The ReLU problems run on the smoothed surrogate (eps = 1e-4), which exceeds relu(wᵀx) by at most eps‖w‖ log 2
+# (relu.py; test_relu). On relu-xor the neuron fitting sample k has |a|‖w‖ = m_k/√2 (m = 1, .8, .6, .4), so a
+# sample on kinks moves by at most δ = eps log 2 Σ m_k/√2 = 1.37e-4, and a level by at most mean|r|·δ + δ²/2
+# with mean|r| ≤ mean m = 0.7: 3.6e-4 of the initial loss Σm²/8 = 0.27 (measured 6.3e-5). relu-orthogonal has
+# no neuron on a kink and meets LEVEL_TOL.
+LEVEL_TOL_OF = {"relu-xor": 3.6e-4}
 # The function computed on each level against the closed form's, ‖f − f_k‖ / ‖y‖: 2.8e-4 (modular at
 # α = 1e-6), 6.7e-5 (relu-xor: the surrogate's offset on kink samples), 4e-7 for the linear problems and
 # relu-orthogonal, 2e-8 elsewhere.
 OUTPUT_TOL = 2e-3
-# Jump times against the α → 0 limit: the gap is of order 1/log(1/α) (a neuron leaves an initial norm
-# that is not exactly α, and aligns in a time of order one). Measured error × log(1/α): 1.07 (linear,
-# commuting), 1.34 (attention), 1.1 (modular), 1.73 (groups-d3), 1.09 (relu-xor), 0.10 (relu-orthogonal);
-# the bound is twice 1.34, set before groups-d3 was added.
+# Jump times against the α → 0 limit: theory gives the form, not the constant. A neuron escapes after
+# (log(1/α) + c)/(κηŪ) in GF time, c = log(α / its initial projection on the maximizer) plus the O(1) time it
+# takes to align; initial_theta scales one seeded draw by α, so c does not depend on α and the relative error
+# is c'/log(1/α) with c' set by the draw. Measured c': 1.07 (linear, commuting), 1.34 (attention), 1.1
+# (modular), 1.73 (groups-d3), 1.09 (relu-xor), 0.10 (relu-orthogonal); the bound, twice attention's 1.34, was
+# set before groups-d3 was added and has not been moved since.
 LIMIT_TIME_C = 2.7
-# Gradient flow against AGF, error × log(1/α): 1.45 (linear, commuting, fourth jump), 0.72 (diagonal),
-# 0.77 (attention), 0.37 (modular), 0.19 (groups-d3), 0.99 (relu-xor, fourth jump), 0.44 (relu-orthogonal).
+# Gradient flow against AGF, error × log(1/α): of order one by the same argument (a drop takes O(1) GF time
+# on a plateau of length O(log(1/α))), with a constant no closed form gives. Measured: 1.45 (linear,
+# commuting, fourth jump), 0.72 (diagonal), 0.77 (attention), 0.37 (modular), 0.19 (groups-d3), 0.99
+# (relu-xor, fourth jump), 0.44 (relu-orthogonal); the bound is about twice the largest.
 GF_TIME_C = 3.0
 # Gradient flow's plateaus (at the middle of AGF's) against AGF's levels, as a fraction of the initial
 # loss: at the larger α up to 2.4e-2 (attention's first plateau), 1.8e-2 (diagonal-dormancy's third);
 # at the smaller α up to 3.7e-3 (diagonal-dormancy's third), 8.3e-4 (attention), 4.6e-4 (linear).
 # The ReLU problems: 1.6e-2 and 9.1e-4 (relu-xor), 6.5e-3 and 4.2e-4 (relu-orthogonal).
 GF_LEVEL_TOL = {0: 4e-2, 1: 6e-3}
-# Error ratios between the two α: for an error c/log(1/α) the ratio is log(1/α_small)/log(1/α_large)
-# = 2. Measured: 1.80 (groups-d3) to 2.06 for every timed jump but one (1.93 to 2.01 on ReLU problems), 7.3
-# for diagonal-dormancy's first (its error falls faster than 1/log(1/α)). The band is two-sided: at least the 1/log(1/α) rate, at most 8.
-RATIO_BAND = (1.5, 8.0)
+# Error ratios between the two α: for an error c/log(1/α) the ratio is log(1/α_small)/log(1/α_large) = 2.
+# With a next-order term, c/L·(1 + y) at the larger α (L = log(1/α)), it is 2(1 + y)/(1 + y/2): the band
+# (1.5, 2.5) allows y from −0.4 to +0.67, a next-order term up to about half the leading one; no theory
+# fixes its size. Measured: 1.80 (groups-d3) to 2.06 on every timed jump but one (1.93 to 2.01 on the ReLU
+# problems). The exception, diagonal-dormancy's first jump (7.3), fails this band: its signed error changes
+# sign between the two α (−0.86% at 1e-3, +0.0013% at 1e-5, +0.12% at 1e-6), a correction that decays like a
+# small power of α (a third less per decade), so the ratio there measures no rate; the error × log(1/α)
+# reaches 0.0465 only below α = 1e-12 (0.0444, 0.0464, 0.0465 at 1e-12, 1e-20, 1e-30).
+RATIO_BAND = (1.5, 2.5)
 
-NONCOMMUTING = ("the generic AGF engine activates neurons, not the orthonormal basis vectors of chapter 04's "
-                "Section 4; for non-commuting covariances its jump times move away from greedy low-rank "
-                "learning and from gradient flow as alpha shrinks (third jump: 47% at 1e-4, 52% at 1e-8)")
+# The neuron-wise engine does not apply to the fully connected linear network with non-commuting covariances:
+# the paper's AGF for that network runs on orthonormal basis vectors of the hidden layer (Section 4,
+# linear.basis_agf), and AGF on neurons activates the neurons that share the first feature one after the
+# other, within a time of order one. Its later jumps then move away from gradient flow as α shrinks, which
+# test_neuron_wise_agf_fails_on_the_noncommuting_linear_network asserts; the three tests of jump times
+# below leave the problem out. (With commuting covariances the two coincide up to the 1/log(1/α) delay.)
+NEURON_WISE_FAILS = "linear-noncommuting"
 
 
 def alphas(name):
@@ -107,13 +122,7 @@ def _cases():
 CASES = [pytest.param(name, index, alpha, id=f"{name}-{alpha:g}") for name, index, alpha in _cases()]
 
 
-def _xfail_noncommuting(cases):
-    marked = []
-    for case in cases:
-        if case.values[0] == "linear-noncommuting":
-            case = pytest.param(*case.values, id=case.id, marks=pytest.mark.xfail(reason=NONCOMMUTING, strict=True))
-        marked.append(case)
-    return marked
+NEURON_WISE_CASES = [case for case in CASES if case.values[0] != NEURON_WISE_FAILS]
 
 
 def staircase_as_trajectory(staircase, t_end):
@@ -182,7 +191,7 @@ def test_agf_learns_the_closed_form_levels_in_order(name, index, alpha):
         assert agf.times[1] >= problem.closed_form(alpha).times[1]
 
 
-@pytest.mark.parametrize("name, index, alpha", _xfail_noncommuting(CASES))
+@pytest.mark.parametrize("name, index, alpha", NEURON_WISE_CASES)
 def test_agf_jump_times_match_the_closed_form(name, index, alpha):
     r = run(name, alpha)
     timed, comparison = r["timed"], r["agf_vs_reference"]
@@ -193,7 +202,7 @@ def test_agf_jump_times_match_the_closed_form(name, index, alpha):
         assert np.all(errors * math.log(1 / alpha) <= LIMIT_TIME_C), errors
 
 
-@pytest.mark.parametrize("name, index, alpha", _xfail_noncommuting(CASES))
+@pytest.mark.parametrize("name, index, alpha", NEURON_WISE_CASES)
 def test_gradient_flow_follows_agf(name, index, alpha):
     r = run(name, alpha)
     agf_jumps = r["agf_vs_reference"].trajectory_jump_times
@@ -219,14 +228,39 @@ def _gf_time_errors(name, alpha):
     return np.abs(r["gf_vs_reference"].trajectory_jump_times[timed] / agf_jumps - 1)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=NONCOMMUTING, strict=True))
-                                  if n == "linear-noncommuting" else n for n in CHECKED])
+@pytest.mark.parametrize("name", [name for name in CHECKED if name != NEURON_WISE_FAILS])
 def test_gradient_flow_jump_times_converge_to_agf_as_alpha_shrinks(name):
     large, small = alphas(name)
     before, after = _gf_time_errors(name, large), _gf_time_errors(name, small)
     assert np.all(after < before), (before, after)
     ratios = before / after
     assert np.all((RATIO_BAND[0] <= ratios) & (ratios <= RATIO_BAND[1])), ratios
+
+
+def test_neuron_wise_agf_fails_on_the_noncommuting_linear_network():
+    # Neuron-wise AGF's third jump moves away from the α → 0 staircase (measured 47% at 1e-4, 52% at 1e-8)
+    # and from gradient flow (118%, 126%), far beyond GF_TIME_C / log(1/α) = 33% and 16%; AGF on basis
+    # vectors, from the same start, follows the same gradient-flow runs within GF_TIME_C (error × log(1/α)
+    # measured up to 1.43, the first jump) and its third jump approaches them (4.0%, then 2.1%).
+    third = 2
+    neuron_wise_vs_limit, neuron_wise_vs_gf, basis_vs_gf = [], [], []
+    for alpha in alphas(NEURON_WISE_FAILS):
+        r = run(NEURON_WISE_FAILS, alpha)
+        assert r["timed"].size == 4
+        agf_jumps = r["agf_vs_reference"].trajectory_jump_times
+        gf_jumps = r["gf_vs_reference"].trajectory_jump_times
+        neuron_wise_vs_limit.append(r["agf_vs_reference"].time_errors[third])
+        neuron_wise_vs_gf.append(abs(gf_jumps[third] / agf_jumps[third] - 1))
+        assert neuron_wise_vs_gf[-1] * math.log(1 / alpha) > GF_TIME_C
+        X, y = r["problem"].data
+        Sigma_xx, Sigma_yx = X.T @ X / X.shape[0], y.T @ X / X.shape[0]  # exact: linear.population_data
+        basis = linear.basis_agf(Sigma_xx, Sigma_yx, r["problem"].initial_theta(alpha))
+        basis_errors = basis.compare(r["gf"]).time_errors
+        assert np.all(basis_errors * math.log(1 / alpha) <= GF_TIME_C), basis_errors
+        basis_vs_gf.append(basis_errors[third])
+    assert neuron_wise_vs_limit[1] > neuron_wise_vs_limit[0], neuron_wise_vs_limit
+    assert neuron_wise_vs_gf[1] > neuron_wise_vs_gf[0], neuron_wise_vs_gf
+    assert basis_vs_gf[1] < basis_vs_gf[0], basis_vs_gf
 
 
 def test_unknown_problem_names_are_listed():
