@@ -119,7 +119,7 @@ def unpack_data(network, data):
 def sample_times(t_end, step_times, num_samples, times=None):
     """Solver steps (dense where the loss drops) plus a linear and a logarithmic grid, or the given ``times``."""
     if times is not None:
-        times = real_array(times, "times", "a 1-D array of real numbers")
+        times = real_array(times, "times", "a 1-D array")
         if times.ndim != 1 or times.size == 0:
             raise ValueError(f"times must be a non-empty 1-D array, got shape {times.shape}")
         if np.any(np.diff(times) < 0) or times[0] < 0 or times[-1] > t_end:

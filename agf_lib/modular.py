@@ -37,7 +37,7 @@ from .dft import dft, dominant_frequencies, harmonic
 from .escape import jump_times
 from .network import TwoLayerNetwork
 from .results import Staircase
-from .validation import real_array, check_positive, check_int, check_centred
+from .validation import real_array, check_positive, check_int, check_centred, check_real
 
 __all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_theta", "fourier_utility",
            "max_utility", "utility_maximizer", "harmonic_neurons", "levels", "agf_staircase", "limit_staircase",
@@ -202,9 +202,11 @@ def utility_maximizer(x, *, xi=None, s_u=0.0, s_v=0.0):
     x = check_template(x)
     p = x.size
     xi = int(dominant_frequencies(x)[0]) if xi is None else _check_frequency(xi, p)
+    s_u, s_v = check_real(s_u, "s_u"), check_real(s_v, "s_v")
     s_x = float(np.angle(dft(x)[xi]))
     A = math.sqrt(2.0 / (3.0 * p))
-    return np.concatenate([harmonic(p, xi, amplitude=A, phase=s_u), harmonic(p, xi, amplitude=A, phase=s_v), harmonic(p, xi, amplitude=A, phase=s_u + s_v - s_x)])
+    return np.concatenate([harmonic(p, xi, amplitude=A, phase=s_u), harmonic(p, xi, amplitude=A, phase=s_v),
+                           harmonic(p, xi, amplitude=A, phase=s_u + s_v - s_x)])
 
 
 def harmonic_neurons(x, xi, *, N=6):

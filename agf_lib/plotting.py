@@ -287,7 +287,7 @@ def alpha_colors(alphas, *, cmap="viridis"):
     TypeError
         If ``alphas`` is not a sequence of real numbers.
     """
-    alphas = real_array(alphas, "alphas", "a 1-D array of real numbers")
+    alphas = real_array(alphas, "alphas", "a 1-D array")
     if alphas.ndim != 1 or alphas.size == 0:
         raise ValueError(f"alphas must be a non-empty 1-D array, got shape {alphas.shape}")
     if np.any(alphas <= 0):
@@ -351,7 +351,7 @@ def mark_jumps(ax, times, **style):
         raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     if isinstance(times, numbers.Real) and not isinstance(times, bool):
         times = [times]
-    times = real_array(times, "times", "a number or a 1-D array of real numbers")
+    times = real_array(times, "times", "a number or a 1-D array")
     if times.ndim != 1:
         raise ValueError(f"times must be a number or a 1-D array, got shape {times.shape}")
     for t in times:

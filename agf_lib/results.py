@@ -250,7 +250,8 @@ class Trajectory(_TimeAxis):
         if times.ndim != 1 or times.size == 0:
             raise ValueError(f"times must be a non-empty 1-D array, got shape {times.shape}")
         if not np.all(np.isfinite(times)) or np.any(np.diff(times) < 0):
-            raise ValueError("times must be finite and sorted (non-decreasing): loss_at and compare interpolate in them")
+            raise ValueError("times must be finite and sorted (non-decreasing): loss_at and compare interpolate "
+                             "in them")
         if losses.shape != times.shape:
             raise ValueError(f"losses must have the shape of times {times.shape}, got {losses.shape}")
         if not np.all(np.isfinite(losses)):
@@ -495,7 +496,8 @@ class Staircase(_TimeAxis):
         """
         states = [np.asarray(state, dtype=float) for state in self.states or ()]
         if self.active is None or not states or any(state.ndim != 2 for state in states):
-            raise ValueError("dormant_norms needs a staircase of the AGF engine (parameters in states, and active sets)")
+            raise ValueError("dormant_norms needs a staircase of the AGF engine (parameters in states, and active "
+                             "sets)")
         return np.array([np.linalg.norm(np.delete(state, list(active), axis=0), axis=1).max()
                          for state, active in zip(states, self.active)])
 
