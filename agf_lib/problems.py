@@ -73,10 +73,14 @@ class Problem:
         Further options of :func:`agf_lib.alternating_gradient_flow` on this problem (a looser
         ``cost_tol`` where a cost step's loss approaches an infimum that no finite weights attain).
     jumps_reproduced : int
-        How many of the closed form's jumps both engines reproduce at this problem's width: all of them,
-        except where too few neurons commit to the first feature for a second one to follow within a
-        few times the predicted time (the modular and group problems, where gradient flow, too,
-        learns only the first feature whole within that time).
+        How many of the closed form's jumps are compared (and :meth:`t_end` covers) at this problem's
+        width: all of them, except where too few neurons commit to the first feature for a second one
+        to follow within a few times the predicted time (the modular and group problems, where gradient
+        flow, too, learns only the first feature whole within that time). Gradient flow reproduces
+        each of them, and so does :func:`agf_lib.alternating_gradient_flow` on every problem but
+        ``linear-noncommuting``: there the neuron-wise engine reaches every level, but its later jumps
+        move away from gradient flow as α shrinks; the paper's AGF for that network runs on basis
+        vectors, :func:`agf_lib.linear.basis_agf`, which follows gradient flow.
     level_outputs : callable
         ``level_outputs(state)``: the network's outputs on ``X`` (shape ``(n, c)``) when it computes the
         function of a closed-form level, ``state`` being that level's ``Staircase.states[k]``.
