@@ -360,6 +360,7 @@ def online_batches(network, sampler, batch_size, rng):
 
 def make_batches(network, X, y, batch_size, sampler, seed):
     """The batches of one run, or None for full-batch descent; validates ``batch_size``, ``sampler``, ``seed``."""
+    seed = check_int(seed, "seed", minimum=0)
     if sampler is not None and not callable(sampler):
         raise TypeError(f"sampler must be callable as sampler(rng, batch_size) -> (X, y), got {type(sampler).__name__}")
     if batch_size is None:
@@ -367,7 +368,7 @@ def make_batches(network, X, y, batch_size, sampler, seed):
             raise ValueError("batch_size must be given with a sampler (the number of fresh rows per step)")
         return None
     batch_size = check_int(batch_size, "batch_size")
-    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
+    rng = np.random.default_rng(seed)
     if sampler is not None:
         return online_batches(network, sampler, batch_size, rng)
     n = X.shape[0]
