@@ -10,9 +10,10 @@ The library's formulas are checked against computations that do not share them:
   sums and torch autograd; homogeneity of degree κ = 3 and Euler's identity;
 * the loss of the network on the population data against :func:`population_loss`, whose gradient is
   checked by finite differences;
-* :func:`optimal_map` and the levels and states of :func:`agf_staircase` and :func:`limit_staircase` (principal component
-  regression, the paper's Eq. 7) against stationarity conditions and an independent linear solve;
-  its jump times against the κ = 3 escape times;
+* :func:`optimal_map` and the levels and states of :func:`agf_staircase` and :func:`limit_staircase`
+  (principal component regression, the paper's Eq. 7) against stationarity conditions and an independent linear
+  solve; its jump times against an aligned head's utility flow solved as an ODE, and the α → 0 limit against
+  SymPy's limit of the rescaled escape time (tests/independent.py);
 * the maximal utility ``N λ_{k+1}²/(3√3)`` after ``k`` learned components against numerical
   maximization on the unit sphere;
 * the decoupling of heads aligned with different eigenvectors (the idea of Lemma E.2);
@@ -212,7 +213,8 @@ def test_closed_form_utility_gradient_matches_autograd(data, autograd_utility_gr
 
     def heads(theta, X):  # ŷ_h = V_h K_hᵀ Φ Q_h, written with torch operations
         Phi = X.reshape(-1, d, d)
-        return (theta[:, 0, None] * torch.einsum("hi,nij,hj->hn", theta[:, 1 : 1 + d], Phi, theta[:, 1 + d :]))[..., None]
+        bilinear = torch.einsum("hi,nij,hj->hn", theta[:, 1 : 1 + d], Phi, theta[:, 1 + d :])
+        return (theta[:, 0, None] * bilinear)[..., None]
 
     U_ref, grad_ref = autograd_utility_gradient(heads, theta, X, residual)
     assert U.shape == (H,) and grad.shape == (H, 1 + 2 * d)

@@ -75,7 +75,8 @@ def test_frequency_domain_utility_equals_the_sample_mean(p):
     thetas = np.random.default_rng(p).normal(size=(4, 3 * p))
     for theta in thetas:
         np.testing.assert_allclose(modular.fourier_utility(theta, x), sample_utility(theta, X, Y), rtol=1e-10)
-    np.testing.assert_allclose(modular.fourier_utility(thetas, x), [sample_utility(t, X, Y) for t in thetas], rtol=1e-10)
+    np.testing.assert_allclose(modular.fourier_utility(thetas, x), [sample_utility(t, X, Y) for t in thetas],
+                               rtol=1e-10)
     xi = int(dft.dominant_frequencies(x)[0])
     residual = Y - modular.dataset(modular.limit_staircase(x).states[1] + 0.0)[1]
     for theta in thetas:
@@ -320,7 +321,8 @@ def test_output_power_of_exact_harmonics_equals_the_target_spectrum():
          "^N must divide none of 2, 3, 5, 7, 8, 10, 13 .*got N = 7"),
         (lambda: modular.agf_staircase(random_template(5, 0), initial_norm=1.5), ValueError,
          "^initial_norm must be below one"),
-        (lambda: modular.limit_staircase(random_template(5, 0), eta=0), ValueError, "^eta must be a finite positive number, got 0.0"),
+        (lambda: modular.limit_staircase(random_template(5, 0), eta=0), ValueError,
+         "^eta must be a finite positive number, got 0.0"),
         (lambda: modular.agf_staircase(random_template(5, 0), initial_norm=None), TypeError,
          "^initial_norm must be a number or a sequence of dormant norms; modular.limit_staircase is the α → 0 limit"),
         (lambda: modular.agf_staircase(random_template(5, 0), initial_norm=[0.1, 0.1, 0.1]), ValueError,
