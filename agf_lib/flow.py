@@ -395,11 +395,13 @@ def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, momentum=0.0, ba
     ``v_{k+1} = Σ_{j≤k} β^{k−j} g_j``, a geometric average over the last ``~1/(1 − β)`` gradients. When
     the gradient changes little over that many steps (η small), ``v_{k+1} ≈ g_k/(1 − β)``, so
     ``Θ_{k+1} − Θ_k ≈ −(η/(1 − β))∇L(Θ_k)``: Euler's method for gradient flow with step ``η/(1 − β)``.
-    The deviation from gradient flow at time ``t`` is first order in η: Euler's own error, the velocity's
-    build-up from ``v_0 = 0`` (under a constant gradient the iterate lags gradient flow by
-    ``β/(1 − β)`` steps, ``βη/(1 − β)²`` in GF time) and the gradient's drift over the average. A
-    minibatch or online gradient is an unbiased estimate of ``∇L``, so the same map holds on average;
-    the noise moves the path around it by an amount that shrinks as the batch grows.
+    The deviation from gradient flow is first order in η. Expanding ``Θ_{k±1}`` about a smooth path
+    ``Θ(t_k)`` gives, to that order, the modified flow ``dΘ/dt = −∇L − (h/2)∇²L ∇L`` with
+    ``h = η(1 + β)/(1 − β)²``, the one plain descent at step ``h`` follows; and since the velocity starts
+    from zero (under a constant gradient the iterates lag by ``β/(1 − β)`` steps), the path starts late
+    by ``βη/(1 − β)²`` in GF time. A minibatch or online gradient is an unbiased estimate of ``∇L``, so
+    the same map holds on average; the noise moves the path around it by an amount that shrinks as the
+    batch grows.
 
     **Batches.** By default every step uses all of ``data``. With ``batch_size = b < n`` each step uses
     ``b`` rows, drawn as ``torch.utils.data.DataLoader(shuffle=True)`` draws them: each epoch a fresh
