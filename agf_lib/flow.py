@@ -382,8 +382,9 @@ def gradient_descent(network, data, theta0, t_end, *, eta=1e-3, momentum=0.0, ba
     """Fixed-step gradient descent, with heavy-ball momentum and minibatch or online sampling, reported in
     the time of gradient flow ``dΘ/dt = −∇L(Θ)`` (the paper's Section 2, with η = 1).
 
-    The update, PyTorch's ``torch.optim.SGD(lr=η, momentum=β)`` (dampening 0, no Nesterov) with which
-    the paper's public notebooks train, is::
+    The update is that of PyTorch's ``torch.optim.SGD(lr=η, momentum=β)`` (dampening 0, no Nesterov),
+    as the paper's public notebooks train (β = 0.9 in the modular one; the others, some of them NumPy
+    loops, take β = 0)::
 
         v_{k+1} = β v_k + g_k,   Θ_{k+1} = Θ_k − η v_{k+1},   v_0 = 0,
 
