@@ -91,10 +91,11 @@ GF_LEVEL_TOL = {0: 4e-2, 1: 6e-3}
 # With a next-order term, c/L·(1 + y) at the larger α (L = log(1/α)), it is 2(1 + y)/(1 + y/2): the band
 # (1.5, 2.5) allows y from −0.4 to +0.67, a next-order term up to about half the leading one; no theory
 # fixes its size. Measured: 1.80 (groups-d3) to 2.06 on every timed jump but one (1.93 to 2.01 on the ReLU
-# problems). The exception, diagonal-dormancy's first jump (7.3), fails this band: its signed error changes
-# sign between the two α (−0.86% at 1e-3, +0.0013% at 1e-5, +0.12% at 1e-6), a correction that decays like a
-# small power of α (a third less per decade), so the ratio there measures no rate; the error × log(1/α)
-# reaches 0.0465 only below α = 1e-12 (0.0444, 0.0464, 0.0465 at 1e-12, 1e-20, 1e-30).
+# problems). The ratio measures the rate only where the error has its asymptotic form at both α, and a signed
+# error that changes sign between them has not: diagonal-dormancy's first jump (−0.86% at 1e-3, +0.0013% at
+# 1e-5, +0.12% at 1e-6; a correction that decays like a small power of α, and the error × log(1/α) reaches
+# 0.0465 only below α = 1e-12: 0.0444, 0.0464, 0.0465 at 1e-12, 1e-20, 1e-30). Such a jump is held to the
+# shrinking error alone.
 RATIO_BAND = (1.5, 2.5)
 
 # The neuron-wise engine does not apply to the fully connected linear network with non-commuting covariances:
@@ -225,15 +226,17 @@ def _gf_time_errors(name, alpha):
     r = run(name, alpha)
     timed = r["timed"]
     agf_jumps = r["agf_vs_reference"].trajectory_jump_times[timed]
-    return np.abs(r["gf_vs_reference"].trajectory_jump_times[timed] / agf_jumps - 1)
+    return r["gf_vs_reference"].trajectory_jump_times[timed] / agf_jumps - 1
 
 
 @pytest.mark.parametrize("name", [name for name in CHECKED if name != NEURON_WISE_FAILS])
 def test_gradient_flow_jump_times_converge_to_agf_as_alpha_shrinks(name):
     large, small = alphas(name)
     before, after = _gf_time_errors(name, large), _gf_time_errors(name, small)
-    assert np.all(after < before), (before, after)
-    ratios = before / after
+    assert np.all(np.abs(after) < np.abs(before)), (before, after)
+    settled = np.sign(before) == np.sign(after)          # the c/log(1/α) form at both α (see RATIO_BAND)
+    assert settled.sum() >= 1, (before, after)
+    ratios = before[settled] / after[settled]
     assert np.all((RATIO_BAND[0] <= ratios) & (ratios <= RATIO_BAND[1])), ratios
 
 
