@@ -202,7 +202,7 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
         Show a progress bar (for runs longer than two seconds).
     check_rounding : bool or None, default None
         Whether to check that the result does not depend on float64 rounding (see *Resolution* below).
-        ``None``: check where the smallest initial norm is below :data:`ROUNDING_CHECK_NORM` (1e-8).
+        ``None``: check where the largest initial norm is below :data:`ROUNDING_CHECK_NORM` (1e-8).
 
     Returns
     -------
@@ -286,7 +286,7 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
         params = field.all_params(states) if record_params else None
         evaluations, rounding = field.evaluations, {}
         polar = isinstance(field, PolarField)
-        if check_rounding or (check_rounding is None and polar and logn.min() < math.log(ROUNDING_CHECK_NORM)):
+        if check_rounding or (check_rounding is None and polar and logn.max() < math.log(ROUNDING_CHECK_NORM)):
             if polar:
                 shadow = PolarField(network, X, y, dirs, eta=eta, adaptive_rate=adaptive_rate)
                 shadow.perturb_directions(ROUNDING_PERTURBATION)

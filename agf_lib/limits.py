@@ -35,10 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 from joblib import Parallel, delayed
 
-from .results import Staircase, Trajectory
+from .results import LOG_TIME, Staircase, TimeUnit, Trajectory
 from .validation import real_array
 
-__all__ = ["LimitStudy", "limit_study"]
+__all__ = ["LimitStudy", "limit_study", "agf_limit"]
 
 
 @dataclass(frozen=True)
@@ -59,13 +59,17 @@ class LimitStudy:
     plateau_losses : (A, K+1) array
         Each run's plateau losses (NaN where refused or never reached).
     limit : Staircase
-        The extrapolated staircase, in the reference's unit, over the jumps that two or more runs made.
+        The extrapolated staircase, in the reference's unit, over the jumps that two or more runs made. A
+        jump extrapolated to before its predecessor is placed at its predecessor's time: in the limit the
+        two coincide, and what separates them is the fit's error (``raw_times`` keeps the intercepts).
     time_errors : (K',) array
         Standard errors of ``limit``'s jump times (NaN with only two runs).
     level_errors : (K'+1,) array
         Error bars of ``limit``'s levels: the change from the next smallest α's.
     residuals : (K',) array
         Root-mean-square residuals of the straight-line fits of the jump times.
+    raw_times : (K',) array
+        The fits' intercepts, before they are made non-decreasing.
     reference : Staircase
         The staircase whose levels defined the jumps (usually the closed form's limit).
     refused : tuple of float
@@ -81,6 +85,7 @@ class LimitStudy:
     time_errors: np.ndarray
     level_errors: np.ndarray
     residuals: np.ndarray
+    raw_times: np.ndarray
     reference: Staircase
     refused: tuple
 
@@ -120,6 +125,11 @@ def _line(x, y):
     return float(coef[0]), float(np.sqrt(covariance[0, 0])), rms
 
 
+def _resolved_jumps(staircase):
+    """How many of a staircase's jumps come before its resolution floor."""
+    return int(np.sum(staircase.times[1:] <= staircase.resolved_until))
+
+
 def _last_two(levels):
     """The level of the smallest α (last) and its change from the next smallest's."""
     return float(levels[-1]), float(abs(levels[-1] - levels[-2]))
@@ -141,7 +151,10 @@ def _measure(result, reference, alpha):
         times, levels = np.full(K, np.inf), np.full(K + 1, np.nan)
         k = min(K, run.num_jumps)
         times[:k], levels[: k + 1] = run.times[1 : k + 1], run.losses[: k + 1]
-        return times, levels, False
+        past_floor = times > run.resolved_until
+        times[past_floor] = np.nan
+        levels[1:][past_floor] = np.nan
+        return times, levels, bool(past_floor.any())
     raise TypeError(f"run(alpha) must return a Trajectory or a Staircase, got {type(result).__name__}")
 
 
@@ -205,13 +218,68 @@ def limit_study(run, alphas, reference, *, n_jobs=1):
     if not fits:
         raise ValueError("fewer than two runs made the first jump above the resolution floor: "
                          f"refused {list(refused)}; use larger alphas or a longer run")
-    times = np.array([0.0] + [f[0] for f in fits])
-    if np.any(np.diff(times) < 0):
-        raise ValueError(f"the extrapolated jump times are not increasing ({times[1:].tolist()}): the ladder's "
-                         "runs do not follow one staircase; use smaller alphas or check the runs")
+    # a jump extrapolated to before its predecessor coincides with it in the limit, to the fit's error
+    times = np.maximum.accumulate(np.array([0.0] + [f[0] for f in fits]))
     limit = Staircase(times, [f[0] for f in level_fits], list(reference.order[: len(fits)]),
                       time_unit=reference.time_unit)
     return LimitStudy(alphas=alphas, variable=variable, x=x, jump_times=jump_times, plateau_losses=plateau,
                       limit=limit, time_errors=np.array([f[1] for f in fits]),
                       level_errors=np.array([f[1] for f in level_fits]), residuals=np.array([f[2] for f in fits]),
-                      reference=reference, refused=refused)
+                      raw_times=np.array([f[0] for f in fits]), reference=reference, refused=refused)
+
+
+def agf_limit(run, alphas=(1e-12, 1e-24), *, time_unit=LOG_TIME, n_jobs=1):
+    """The α → 0 limit of numerical AGF (:func:`agf_lib.alternating_gradient_flow`), by a limit study of its runs.
+
+    With the adaptive rate (or κ = 2) a dormant neuron's direction flow does not involve its norm, and its
+    log-norm grows by the integral of κ times its utility, so it jumps when that integral reaches
+    ``log(1/α)`` plus a constant: AGF's jump times are ``τ_k log(1/α) + c_k`` up to the exponentially small
+    part of the directions' alignment, and two values of α give the limit ``τ_k``. This is the limit of what
+    AGF's cost steps actually fit, jump by jump, where no closed form says what that is (chapter 09's pieces
+    that share a factor, or an irrep coupled to a learned one, follow the first jump a fixed GF time
+    later: ``τ_k`` equal to the first's).
+
+    Parameters
+    ----------
+    run : callable
+        ``run(alpha)`` returns a :class:`~agf_lib.results.Staircase` (GF time), from the same seeded
+        initialization scaled by α, so that the same neurons activate in the same order at every α.
+    alphas : sequence of float, default (1e-12, 1e-24)
+        Two or more initialization scales in ``(0, 1)``, above the resolution floor of the problem.
+    time_unit : TimeUnit or str, default LOG_TIME
+        The rescaled unit of the limit (``t·α^k`` for the plain rate, κ = k + 2).
+    n_jobs : int, default 1
+        As for :func:`limit_study`.
+
+    Returns
+    -------
+    LimitStudy
+        Its ``limit`` is the α → 0 staircase (levels of the smallest α, ``level_errors`` the change from the
+        next); its ``reference`` is the run at the smallest α, converted to ``time_unit``.
+
+    Raises
+    ------
+    ValueError
+        If the runs do not activate the same neurons in the same order, or as for :func:`limit_study`.
+    TypeError
+        If ``run`` does not return a Staircase, or as for :func:`limit_study`.
+    """
+    if not callable(run):
+        raise TypeError(f"run must be callable as run(alpha), got {type(run).__name__}")
+    alphas = real_array(alphas, "alphas", "a sequence of numbers in (0, 1)")
+    if alphas.ndim != 1 or np.unique(alphas).size < 2 or not np.all((alphas > 0) & (alphas < 1)):
+        raise ValueError(f"alphas must hold two or more distinct values in (0, 1), got {alphas.tolist()}")
+    smallest = float(alphas.min())
+    others = [float(alpha) for alpha in np.unique(alphas) if alpha != smallest]
+    ladder = [smallest] + others
+    results = dict(zip(ladder, Parallel(n_jobs=int(n_jobs))(delayed(run)(alpha) for alpha in ladder)))
+    for alpha, result in results.items():
+        if not isinstance(result, Staircase):
+            raise TypeError(f"run(alpha) must return a Staircase, got {type(result).__name__}")
+    reference = results[smallest].in_units(TimeUnit.parse(time_unit), smallest)
+    for alpha in others:
+        k = min(_resolved_jumps(results[alpha]), _resolved_jumps(reference))
+        if list(results[alpha].order[:k]) != list(reference.order[:k]):
+            raise ValueError(f"AGF activates other neurons at alpha = {alpha:g} ({list(results[alpha].order)}) "
+                             f"than at {smallest:g} ({list(reference.order)}): the runs do not follow one staircase")
+    return limit_study(results.__getitem__, list(results), reference)

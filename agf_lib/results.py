@@ -399,6 +399,14 @@ class Staircase(_TimeAxis):
         Why an engine's loop ended (see :func:`agf_lib.alternating_gradient_flow`); None for closed forms.
     evaluations : int or None
         Utility-gradient evaluations an engine made to compute it; None for closed forms.
+    rounding_error : float or None
+        How far the jump times (relatively) or the levels (relative to the loss's fall) moved when the
+        engine reran with its directions perturbed at float64's rounding (the rounding check of
+        :func:`agf_lib.alternating_gradient_flow`); ``inf`` where the rerun activated another neuron; None
+        where no check ran.
+    resolved_until : float
+        The last jump time before the first jump that moved by more than 1e-3: later jumps depend on
+        rounding. ``inf`` where none did, or no check ran.
 
     Raises
     ------
@@ -420,6 +428,8 @@ class Staircase(_TimeAxis):
     deactivated: list = field(default_factory=list)
     stop_reason: str | None = None
     evaluations: int | None = None
+    rounding_error: float | None = None
+    resolved_until: float = math.inf
 
     def __post_init__(self):
         object.__setattr__(self, "time_unit", TimeUnit.parse(self.time_unit))

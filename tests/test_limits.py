@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-from agf_lib import PrecisionWarning, attention, gradient_flow, limits, problems
+from agf_lib import PrecisionWarning, alternating_gradient_flow, attention, gradient_flow, limits, problems
 from agf_lib.flow import ROUNDING_TOLERANCE
 
 # The straight line in x = 1/log(1/α) drops the O(x²) term of the jump times: at the smallest α of a ladder
@@ -151,3 +151,37 @@ def test_limit_study_refuses_gf_time_references():
     problem = problems.get("diagonal")
     with pytest.raises(ValueError, match="rescaled time unit"):
         limits.limit_study(problem.closed_form, [1e-3, 1e-6], problem.closed_form(1e-3))
+
+
+def _agf(name, alpha, **options):
+    problem = problems.get(name)
+    return alternating_gradient_flow(problem.network, problem.data, problem.initial_theta(alpha),
+                                     **problem.options, **problem.agf_options, **options)
+
+
+def test_agfs_rounding_check_is_silent_at_alpha_1e_6_and_flags_the_attention_run_at_1e_24():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrecisionWarning)
+        clean = _agf("attention", 1e-6, check_rounding=True, max_jumps=4)   # a fifth head has no feature left
+    assert clean.rounding_error < 1e-3 * ROUNDING_TOLERANCE and clean.resolved_until == math.inf
+    with pytest.warns(PrecisionWarning, match=r"AGF depends on float64 rounding after t = [0-9.]+ \(jump 3\)"):
+        flagged = _agf("attention", 1e-24, max_jumps=4)     # checked by itself: largest norm below 1e-8
+    reference = problems.get("attention").limit
+    # the first two jumps hold, within the conformance suite's bound on the 1/log(1/alpha) correction
+    # (LIMIT_TIME_C / log(1/alpha) = 4.9%; measured 2.4%); the third, the first that moved, is far off the
+    # limit: it started from rounding
+    rescaled = flagged.in_units("t/log(1/α)", 1e-24)
+    np.testing.assert_allclose(rescaled.times[1:3], reference.times[1:3], rtol=2.7 / math.log(1e24))
+    assert abs(rescaled.times[3] / reference.times[3] - 1) > 0.1
+    assert flagged.resolved_until == flagged.times[2]
+
+
+def test_agf_limit_extrapolates_agf_and_stops_at_its_floor():
+    problem = problems.get("attention")
+    study = limits.agf_limit(lambda alpha: _agf("attention", alpha, check_rounding=True, max_jumps=4), (1e-4, 1e-6))
+    np.testing.assert_allclose(study.limit.times, problem.limit.times, rtol=EXTRAPOLATION_RTOL)
+    np.testing.assert_allclose(study.limit.losses, problem.limit.losses, rtol=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrecisionWarning)
+        floored = limits.agf_limit(lambda alpha: _agf("attention", alpha, max_jumps=4), (1e-6, 1e-24))
+    assert floored.refused == (1e-24,) and floored.limit.num_jumps == 2
