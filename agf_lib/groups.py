@@ -55,6 +55,19 @@ keeps its form with the learned classes removed from ``r`` (the updated utility 
 Chapter 09 tests when this holds, and :func:`levels` refines it (an irrep whose ``x̂[ρ]`` has unequal
 singular values is learned piece by piece, :func:`pieces`).
 
+**Where the piece staircase is the α → 0 limit, measured.** The piece staircase (:func:`learning_steps`,
+:func:`levels`, :func:`agf_staircase`, :func:`limit_staircase` with ``whole_classes=False``) assumes one step
+of pieces at a time, each starting from neurons of norm α. With the adaptive rate (κ = 3) every neuron
+aligned with the first step reaches norm one with it, and the active neurons then fit some later pieces
+through the cost phase, a fixed gradient-flow time after the first jump: in ``t/log(1/α)`` such a piece's
+drop moves onto an earlier one as α → 0. Limit studies of gradient flow (``tests/test_limits.py``,
+:func:`agf_lib.limits.limit_study`) find, for ``x̂[E]`` with singular values 2 and 1: on ``D3`` and ``D5``
+with ``E`` alone, pieces (1,1), (1,2) and (2,1) at the piece staircase's times (within 2% and 6%), and (2,2) a fixed time
+after (2,1), merged with it; on ``D3`` with ``x̂[A2] = 1.26`` added (chapter 09's template), every drop after
+the first merged with the first. No rule derived here says which pieces merge; the limit of what AGF's cost
+steps fit is computed by :func:`agf_lib.limits.agf_limit` (chapter 09's template: every jump of numerical
+AGF extrapolates to the first). The levels of the piece staircase hold at every α wherever its plateaus last.
+
 **Exact fits** (``k = 2``). The cross term of a neuron is one product, so neurons that fit an irrep class exactly
 form a bilinear algorithm for ``(ρ(a), ρ(b)) ↦ ρ(a)ρ(b)`` whose squares cancel: their number is at least its
 tensor rank. :func:`class_neurons` builds ``d³ + d`` of them for a real class and six for a complex pair;
@@ -484,7 +497,7 @@ def _real_form(rho, seed=0):
     """
     d = rho.shape[1]
     R = np.block([[rho.real, -rho.imag], [rho.imag, rho.real]])
-    A = np.random.default_rng(seed).normal(size=(2 * d, 2 * d))
+    A = np.random.default_rng(check_int(seed, "seed", 0)).normal(size=(2 * d, 2 * d))
     S = np.einsum("gij,jk,glk->il", R, A + A.T, R) / rho.shape[0]
     values, vectors = np.linalg.eigh(S)
     if values[d] - values[d - 1] < 1e-6 * max(1.0, abs(values).max()):
@@ -693,7 +706,7 @@ def initial_theta(G, H, *, alpha, seed=0, k=2):
     G, H, k = _check_group(G), check_int(H, "H"), _check_k(k)
     alpha = check_positive(alpha, "alpha")
     N = G.order
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", 0))
     u = rng.normal(0.0, 1.0, (H, k * N)) * (alpha / math.sqrt(2 * k * N))
     w = rng.normal(0.0, 1.0, (H, N)) * (alpha / math.sqrt(2 * N))
     return np.concatenate([u, w], axis=1)
@@ -1121,7 +1134,7 @@ def least_squares_fit(x, G, H, *, seed=0, max_nfev=None):
         J[:, :, :, 2] = np.einsum("ph,oi->pohi", pre**2, eye)
         return J.reshape(y.size, -1)
 
-    start = np.random.default_rng(seed).normal(size=H * 3 * n)
+    start = np.random.default_rng(check_int(seed, "seed", 0)).normal(size=H * 3 * n)
     fit = least_squares(residual, start, jac=jacobian, method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15,
                         max_nfev=max_nfev)
     # status 0: the evaluation budget ran out, which a caller's max_nfev asks for; without one, the fit
@@ -1177,7 +1190,12 @@ def limit_staircase(x, G, *, k=2, eta=1.0, adaptive_rate=False, whole_classes=Fa
     """The α → 0 limit of :func:`agf_staircase`, in the rescaled time of :func:`agf_lib.escape.threshold`:
     ``t/log(1/α)`` for κ = 2 or with the adaptive rate, where ``τ^(j) = 1/(κηŪ_j)``, else ``t·α^{κ−2}``,
     where ``τ^(j) = 1/((κ−2)κηŪ_j)``. Levels, order and states as in :func:`agf_staircase`; for ``cyclic(p)``
-    and ``k = 2``, :func:`agf_lib.modular.limit_staircase`."""
+    and ``k = 2``, :func:`agf_lib.modular.limit_staircase`.
+
+    It is gradient flow's α → 0 limit when every step starts from neurons of norm α. Where a later piece is
+    fitted by the neurons already active (see *Where the piece staircase is the α → 0 limit, measured* in the
+    module docstring), gradient flow's drop of it comes earlier, and in this unit merges with an earlier
+    drop as α → 0; :func:`agf_lib.limits.agf_limit` computes the limit there."""
     return _staircase(x, G, k, None, eta, adaptive_rate, whole_classes)
 
 

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-from agf_lib import PrecisionWarning, alternating_gradient_flow, attention, gradient_flow, limits, problems
+from agf_lib import PrecisionWarning, alternating_gradient_flow, attention, gradient_flow, groups, limits, problems
 from agf_lib.flow import ROUNDING_TOLERANCE
 
 # The straight line in x = 1/log(1/α) drops the O(x²) term of the jump times: at the smallest α of a ladder
@@ -185,3 +185,62 @@ def test_agf_limit_extrapolates_agf_and_stops_at_its_floor():
         warnings.simplefilter("ignore", PrecisionWarning)
         floored = limits.agf_limit(lambda alpha: _agf("attention", alpha, max_jumps=4), (1e-6, 1e-24))
     assert floored.refused == (1e-24,) and floored.limit.num_jumps == 2
+
+
+# Chapter 09's templates: x_hat[E] with singular values 2 and 1 (a rotation between), alone or with A2.
+_TURN = np.array([[0.6, -0.8], [0.8, 0.6]])
+_E_HAT = _TURN @ np.diag([2.0, 1.0]) @ _TURN.T @ np.diag([1.0, -1.0])
+
+
+def _piece_template(G, a2):
+    blocks = [np.zeros((1, 1)), np.full((1, 1), a2), _E_HAT] + [np.zeros((2, 2))] * (len(G.dims) - 3)
+    return groups.inverse_fourier(blocks, G)
+
+
+def _piece_study(G, x, H, alphas):
+    X, Y = groups.dataset(x, G)
+    network = groups.CompositionNetwork(G, H)
+    limit = groups.limit_staircase(x, G, adaptive_rate=True)
+    t_end = 1.1 * limit.times[-1]
+
+    def run(alpha):
+        scale = math.log(1 / alpha)
+        return gradient_flow(network, (X, Y), network.initial_theta(alpha=alpha, seed=0), t_end * scale,
+                             adaptive_rate=True, rtol=1e-7, atol=1e-10, times=np.linspace(0, t_end, 1001) * scale)
+
+    return limits.limit_study(run, alphas, limit), limit
+
+
+@pytest.mark.parametrize("G, H, alphas, rtol", [
+    (groups.dihedral(3), 24, [1e-6, 1e-9, 1e-12, 1e-16], 0.02),
+    (groups.dihedral(5), 20, [1e-6, 1e-9, 1e-12], 0.06),
+])
+def test_with_e_alone_three_pieces_come_at_the_piece_staircase_and_the_fourth_merges_with_the_third(G, H, alphas,
+                                                                                                    rtol):
+    study, pieces = _piece_study(G, _piece_template(G, 0.0), H, alphas)
+    assert study.refused == () and study.limit.num_jumps == 4
+    # the tolerance is the measured gap (0.002-1.7% on D3, 0.003-5.1% on D5) rounded up: the third jump's
+    # extrapolation carries the O(1/log^2) curvature of a drop that starts late; the issue asks for 10%
+    np.testing.assert_allclose(study.limit.times[1:4], pieces.times[1:4], rtol=rtol)
+    assert abs(study.limit.times[4] / study.limit.times[3] - 1) < 0.1          # (2,2) merged with (2,1)
+    assert study.limit.times[4] < 0.6 * pieces.times[4]                       # not at its own time
+    held = [0, 1, 2, 4]          # level 3 lies between two drops that merge: in the limit it never holds
+    np.testing.assert_allclose(study.limit.losses[held], pieces.losses[held], atol=1e-3 * pieces.losses[0])
+
+
+def test_with_a2_added_every_later_drop_merges_with_the_first_and_numerical_agf_agrees():
+    G = groups.dihedral(3)
+    x = _piece_template(G, 1.26)
+    study, pieces = _piece_study(G, x, 24, [1e-12, 1e-24, 1e-48])
+    assert study.refused == ()
+    np.testing.assert_allclose(study.limit.times[1:], pieces.times[1], rtol=0.01)   # all at tau_1 = 2.25
+    assert np.all(pieces.times[2:] > 1.9 * pieces.times[1])                        # where the pieces put them
+    X, Y = groups.dataset(x, G)
+    network = groups.CompositionNetwork(G, 24)
+    agf = limits.agf_limit(lambda alpha: alternating_gradient_flow(
+        network, (X, Y), network.initial_theta(alpha=alpha, seed=0), adaptive_rate=True, rtol=1e-7, atol=1e-10,
+        cost_tol=3e-2, max_jumps=6, check_rounding=True), (1e-6, 1e-12))
+    assert agf.refused == () and agf.limit.num_jumps == 6
+    np.testing.assert_allclose(agf.limit.times[1:], pieces.times[1], rtol=0.01)
+    # in the limit AGF's six jumps, all at tau_1, fit more than the first piece: the merged drop
+    assert agf.limit.losses[-1] < 0.5 * pieces.losses[1]
