@@ -517,7 +517,7 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     theta0 = network.check_theta(theta0, name="theta0")
     eta = check_positive(eta, "eta")
     check_solver(method)
-    check_solver(cost_method)
+    check_solver(cost_method, "cost_method")
     check_max_jumps(max_jumps)
     cost_rtol = check_positive(cost_rtol, "cost_rtol")
     rtol, atol = check_positive(rtol, "rtol"), check_positive(atol, "atol")

@@ -128,7 +128,7 @@ def initial_theta(d, H, *, alpha, seed=0):
     """Small random heads, seeded: every entry of ``(V_h, K_h, Q_h)`` is ``N(0, α²/(1 + 2d))``, so
     ``E‖θ_h‖² = α²``. Returns an array of shape ``(H, 1 + 2d)``."""
     d, H, alpha = check_int(d, "d"), check_int(H, "H"), check_positive(alpha, "alpha")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", 0))
     return rng.standard_normal((H, 1 + 2 * d)) * (alpha / math.sqrt(1 + 2 * d))
 
 
@@ -191,7 +191,7 @@ def sample_prompts(Sigma, N, num_prompts, *, seed=0):
     Sigma, N = check_covariance(Sigma), _check_context(N)
     num_prompts = check_int(num_prompts, "num_prompts")
     d = Sigma.shape[0]
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", 0))
     root = np.linalg.cholesky(Sigma)
     beta = rng.standard_normal((num_prompts, d))
     x = rng.standard_normal((num_prompts, N + 1, d)) @ root.T

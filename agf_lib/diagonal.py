@@ -315,7 +315,13 @@ def _data(X, y):
 def _moments(X, y):
     X, y = _data(X, y)
     n = X.shape[0]
-    return X, y, X.T @ X / n, X.T @ y / n
+    Sigma_xx = X.T @ X / n
+    # a nonzero column whose second moment underflows has no gradient to speak of in float64: the closed forms
+    # would activate it and drop it again at the same instant, for ever
+    if np.any((np.diag(Sigma_xx) < np.finfo(float).tiny) & np.any(X != 0, axis=0)):
+        raise ValueError("X has a nonzero column whose second moment E[x_i²] underflows float64 (below 2.2e-308); "
+                         "rescale X")
+    return X, y, Sigma_xx, X.T @ y / n
 
 
 ZERO_TOL = 1e-12
@@ -421,6 +427,9 @@ def _saddle_to_saddle(X, y, threshold, max_jumps, tol):
         beta = _sign_constrained_fit(X, y, signs)
         # the fit returns exact zeros for coefficients within ZERO_TOL of the fit: those return to dormancy
         dropped = tuple(int(k) for k in np.nonzero((signs != 0) & (beta == 0))[0])
+        if i in dropped:       # in exact arithmetic a coordinate with a gradient gets a coefficient of its sign
+            raise FloatingPointError(f"coordinate {i} activated at t = {t:.6g} and the cost step set it to zero at "
+                                     "once: its gradient is rounding (rescale X, or raise tol)")
         signs[list(dropped)] = 0  # back to dormancy with 𝒮_i at the threshold (ψ_i = ±ψ*)
         times.append(t)
         losses.append(loss(beta))

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from .results import GF_TIME, LOG_TIME, TimeUnit
-from .validation import check_bool, check_int, check_positive, real_array
+from .validation import as_float_array, check_bool, check_int, check_positive, real_array
 
 __all__ = ["threshold", "escape_times", "jump_times"]
 
@@ -72,6 +72,13 @@ def threshold(initial_norm, *, kappa, adaptive_rate=False, unit_name="neuron"):
     return math.expm1((kappa - 2) * log_inv) / (kappa - 2), GF_TIME
 
 
+def _as_utilities(utility):
+    """``utility``, a number or an array of real numbers, as a float array; TypeError naming it otherwise."""
+    if isinstance(utility, (int, float, np.integer, np.floating)) and not isinstance(utility, bool):
+        return np.asarray(utility, dtype=float)
+    return as_float_array(utility, "utility", "a number or an array of real numbers")
+
+
 def escape_times(utility, *, kappa, initial_norm=None, eta=1.0, adaptive_rate=False, unit_name="neuron"):
     """When neurons of constant normalized utility ``Ū`` reach norm one: ``c(ν)/(κηŪ)``.
 
@@ -103,7 +110,7 @@ def escape_times(utility, *, kappa, initial_norm=None, eta=1.0, adaptive_rate=Fa
         If a utility is not finite and positive (a neuron with ``Ū ≤ 0`` never escapes), or as for
         :func:`threshold`.
     """
-    utility = np.asarray(utility, dtype=float)
+    utility = _as_utilities(utility)
     if not np.all(np.isfinite(utility)) or np.any(utility <= 0):
         raise ValueError("utility must be finite and positive (a neuron with Ū ≤ 0 never escapes)")
     eta = check_positive(eta, "eta")
@@ -146,8 +153,9 @@ def jump_times(utility, *, kappa, initial_norm=None, eta=1.0, adaptive_rate=Fals
     ValueError
         If ``initial_norm`` holds more norms than there are jumps, or as for :func:`escape_times`.
     """
-    utility = np.asarray(utility, dtype=float)
-    if initial_norm is None or np.ndim(initial_norm) == 0:
+    utility = _as_utilities(utility)
+    if initial_norm is None or np.isscalar(initial_norm) or (isinstance(initial_norm, np.ndarray)
+                                                             and initial_norm.ndim == 0):
         return escape_times(utility, kappa=kappa, initial_norm=initial_norm, eta=eta, adaptive_rate=adaptive_rate,
                             unit_name=unit_name)
     norms = real_array(initial_norm, "initial_norm", "a number or a 1-D array")

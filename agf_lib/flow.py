@@ -98,9 +98,9 @@ def single_thread(network):
         torch.set_num_threads(previous)
 
 
-def check_solver(method):
-    if method not in SOLVERS:
-        raise ValueError(f"method must be one of {', '.join(SOLVERS)} (scipy.integrate.solve_ivp), got {method!r}")
+def check_solver(method, name="method"):
+    if not isinstance(method, str) or method not in SOLVERS:
+        raise ValueError(f"{name} must be one of {', '.join(SOLVERS)} (scipy.integrate.solve_ivp), got {method!r}")
     return method
 
 

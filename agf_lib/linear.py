@@ -152,6 +152,9 @@ def _as_matrix(value, name):
 def _check_covariances(Sigma_xx, Sigma_yx):
     """Validate ``Σ_xx`` (d, d), symmetric positive definite, and ``Σ_yx`` (c, d); return float arrays."""
     Sigma_xx, Sigma_yx = _as_matrix(Sigma_xx, "Sigma_xx"), _as_matrix(Sigma_yx, "Sigma_yx")
+    for name, matrix in (("Sigma_xx", Sigma_xx), ("Sigma_yx", Sigma_yx)):
+        if 0 in matrix.shape:
+            raise ValueError(f"{name} must have at least one row and one column, got shape {matrix.shape}")
     d = Sigma_xx.shape[0]
     if Sigma_xx.shape != (d, d):
         raise ValueError(f"Sigma_xx must be a square (d, d) covariance matrix, got shape {Sigma_xx.shape}")

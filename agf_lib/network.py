@@ -416,6 +416,11 @@ class TwoLayerNetwork:
         return X, y
 
 
+def _check_network(network):
+    if not isinstance(network, TwoLayerNetwork):
+        raise TypeError(f"network must be an agf_lib TwoLayerNetwork, got {type(network).__name__}")
+
+
 def loss(network, theta, X, y):
     """The loss ``L(Θ) = E_x[½‖y − f(x; Θ)‖²]``, the mean over samples of the sum over outputs.
 
@@ -440,6 +445,7 @@ def loss(network, theta, X, y):
         If the arguments do not fit the network (see :meth:`TwoLayerNetwork.check_theta` and
         :meth:`TwoLayerNetwork.check_data`).
     """
+    _check_network(network)
     X, y = network.check_data(X, y)
     theta = network.check_theta(theta)
     return float(0.5 * ((y - network(theta, X)) ** 2).sum() / X.shape[0])
@@ -468,7 +474,13 @@ def utility(network, theta, X, residual):
     TypeError, ValueError
         If the arguments do not fit the network, as for :func:`loss`.
     """
-    X, residual = network.check_data(X, residual)
+    _check_network(network)
+    try:
+        X, residual = network.check_data(X, residual)
+    except (TypeError, ValueError) as error:      # check_data calls the targets y; here they are the residual
+        if not str(error).startswith("y "):
+            raise
+        raise type(error)("residual" + str(error)[1:]) from None
     theta = network.check_theta(theta)
     return np.einsum("hnc,nc->h", network.neuron_outputs(theta, X), residual) / X.shape[0]
 
@@ -568,7 +580,7 @@ class FeedForwardNetwork(TwoLayerNetwork):
         (H, d + c) array
         """
         alpha = check_positive(alpha, "alpha")
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(check_int(seed, "seed", 0))
         w = rng.normal(0.0, alpha / math.sqrt(2 * self.input_dim), (self.num_neurons, self.input_dim))
         a = rng.normal(0.0, alpha / math.sqrt(2 * self.output_dim), (self.num_neurons, self.output_dim))
         return np.concatenate([w, a], axis=1)

@@ -292,7 +292,7 @@ def alpha_colors(alphas, *, cmap="viridis"):
         raise ValueError(f"alphas must be a non-empty 1-D array, got shape {alphas.shape}")
     if np.any(alphas <= 0):
         raise ValueError(f"alphas must be positive (initialization scales), got {float(alphas.min())!r}")
-    if cmap not in mpl.colormaps:
+    if not isinstance(cmap, str) or cmap not in mpl.colormaps:
         raise ValueError(f"cmap must be the name of a matplotlib colormap, got {cmap!r}")
     logs = -np.log10(alphas)
     span = np.ptp(logs) if logs.size > 1 else 1.0

@@ -177,7 +177,7 @@ def initial_theta(network, *, alpha, seed=0):
     if not isinstance(network, ReLUNetwork):
         raise TypeError(f"network must be a ReLUNetwork or SmoothReLUNetwork, got {type(network).__name__}")
     alpha = check_positive(alpha, "alpha")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", 0))
     H, k, c = network.num_neurons, network.weight_dim, network.output_dim
     w = rng.normal(0.0, alpha / math.sqrt(2 * k), (H, k))
     a = rng.normal(0.0, alpha / math.sqrt(2 * c), (H, c))
@@ -298,7 +298,7 @@ def activation_patterns(X, *, bias=False, num_samples=20000, seed=0):
     if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
         raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}")
     Xt = _lift(X, check_bool(bias, "bias"))
-    directions = np.random.default_rng(seed).standard_normal((num_samples, Xt.shape[1]))
+    directions = np.random.default_rng(check_int(seed, "seed", 0)).standard_normal((num_samples, Xt.shape[1]))
     return np.unique(directions @ Xt.T > 0, axis=0)
 
 

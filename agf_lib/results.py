@@ -64,7 +64,7 @@ class TimeUnit:
         return cls(label, convertible=False)
 
     @classmethod
-    def parse(cls, unit):
+    def parse(cls, unit, *, name="time_unit"):
         """``unit`` as a :class:`TimeUnit`.
 
         Parameters
@@ -73,6 +73,8 @@ class TimeUnit:
             A unit, returned as it is, or a label: ``"t"``, ``"t/log(1/α)"``, ``"t·α"`` or
             ``"t·α^k"`` give the standard units (spaces ignored), any other label a
             :meth:`custom` unit.
+        name : str, default "time_unit"
+            The argument's name in error messages.
 
         Raises
         ------
@@ -82,7 +84,9 @@ class TimeUnit:
         if isinstance(unit, TimeUnit):
             return unit
         if not isinstance(unit, str):
-            raise TypeError(f"time_unit must be a TimeUnit or a str, got {type(unit).__name__}")
+            raise TypeError(f"{name} must be a TimeUnit or a str, got {type(unit).__name__}")
+        if not unit.strip():
+            raise ValueError(f"{name} must be a TimeUnit or a non-empty label, got {unit!r}")
         compact = unit.replace(" ", "")
         if compact == "t":
             return GF_TIME
@@ -170,7 +174,7 @@ class _TimeAxis:
             The new unit; by default a custom unit labelled ``"{factor}·{old unit}"``.
         """
         factor = check_positive(factor, "factor")
-        unit = TimeUnit.parse(unit) if unit is not None else TimeUnit.custom(f"{factor:.4g}·{self.time_unit}")
+        unit = TimeUnit.parse(unit, name="unit") if unit is not None else TimeUnit.custom(f"{factor:.4g}·{self.time_unit}")
         return self._scaled(factor, unit)
 
     def _scaled(self, factor, unit):
@@ -194,7 +198,7 @@ class _TimeAxis:
         ValueError
             If either unit cannot be converted (a custom unit), or ``alpha`` is not in ``(0, 1)``.
         """
-        unit = TimeUnit.parse(unit)
+        unit = TimeUnit.parse(unit, name="unit")
         factor = unit.factor(alpha) / self.time_unit.factor(alpha)
         return self._scaled(factor, unit)
 

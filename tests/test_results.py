@@ -95,7 +95,7 @@ def test_in_units_refuses_hand_made_units_and_alpha_outside_zero_one(staircase):
             staircase.in_units(LOG_TIME, alpha)
     with pytest.raises(TypeError, match="^alpha must be a real number"):
         staircase.in_units(LOG_TIME, "0.1")
-    with pytest.raises(TypeError, match="^time_unit must be a TimeUnit or a str"):
+    with pytest.raises(TypeError, match="^unit must be a TimeUnit or a str"):      # in_units' argument is unit
         staircase.in_units(3, 0.1)
 
 
