@@ -17,6 +17,30 @@ homogeneous of degree κ = 3. In the frequency domain (DFT convention of :mod:`a
 - Section F.2 and the updated utility after it: enough neurons aligned with ``ξ`` fit the harmonic
   of ``y`` at ``±ξ`` exactly, lowering the loss by ``|x̂[ξ]|²/p``, and the utility of a new neuron
   is Lemma F.2 with the terms ``±ξ`` removed. Frequencies are learned in order of decreasing ``|x̂[ξ]|`` (Eq. 9).
+
+**Even p: the real frequency p/2** (not in the paper, whose proof of Theorem F.3 pairs ``k`` with ``−k``).
+Lemma F.2 holds for every ``p``. For even ``p`` the frequency ``h = p/2`` is its own conjugate:
+``û[h] = Σ_j (−1)^j u[j]`` is real for real ``u``, the real one-dimensional irrep ``a ↦ (−1)^a`` of
+``Z/p`` (:func:`agf_lib.groups.cyclic`, a class with ``C = 1``). Its term of Lemma F.2 is one real term,
+``(2/p³) x̂[h]³ û[h] v̂[h] ŵ[h]``, and its share of ``‖θ‖²`` is ``(û[h]² + v̂[h]² + ŵ[h]²)/p`` (Plancherel: a
+pair ``±k`` has ``2(|û[k]|² + …)/p``). On the unit sphere with all mass at ``h``, ``û² + v̂² + ŵ² = p``, and
+``|û v̂ ŵ|`` is largest at ``|û| = |v̂| = |ŵ| = √(p/3)`` (the arithmetic–geometric mean inequality), with the
+sign of ``û v̂ ŵ`` that of ``x̂[h]``. Hence
+
+    Ū*_h = (2/p³) (p/3)^{3/2} |x̂[h]|³ = √(4/(27p³)) |x̂[h]|³,
+
+``√2`` times a pair's ``√(2/(27p³)) |x̂[k]|³``, reached by ``u, v, w = ±(3p)^{−1/2} (−1)^j``: the harmonic of
+Theorem F.3 at phases ``0`` or ``π``, amplitude ``1/√(3p)`` instead of ``√(2/(3p))``. As the utility splits
+over frequencies and has degree three, its maximum on the sphere is the largest of the per-frequency maxima
+(as in :mod:`agf_lib.groups`): frequencies are learned in order of decreasing ``|x̂[k]|³/√C_k``
+(:func:`learning_order`), ``C_k = 2`` for a pair and ``1`` for ``p/2``. Fitting ``p/2`` lowers the loss by
+half the target's power there, ``½ · |x̂[h]|²/p`` (a pair lowers it by ``½ · 2|x̂[k]|²/p``), the updated
+utility loses its term ``h``, and the jump times follow from ``Ū*_h`` as for any frequency. These are
+:func:`agf_lib.groups.class_utilities` and :func:`agf_lib.groups.levels` at ``cyclic(p)``, ``k = 2``.
+One neuron aligned with ``h`` computes ``w z²`` with ``z = A x̂[h] (σ_u (−1)^a + σ_v (−1)^b)``, so
+``z² = A² x̂[h]² (2 + 2σ_uσ_v (−1)^{a+b})``: its constant mode is as large as its target mode ``(−1)^{a+b}``,
+and it fits one half of the frequency (a pair's neuron fits one ninth); two neurons with opposite ``σ_uσ_v``
+cancel the constant mode and fit it exactly (:func:`harmonic_neurons`).
 - Not in the paper: a group that has not yet cancelled its spurious modes pushes its neurons towards
   ``3ξ mod p`` through the loss (not the utility). A frequency resonant in this way is learned a
   fixed gradient-flow time after ``ξ``, not after a plateau of length ∝ log(1/α), and can overtake
@@ -40,16 +64,21 @@ from .results import Staircase
 from .validation import real_array, check_positive, check_int, check_centred, check_real
 
 __all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_theta", "fourier_utility",
-           "max_utility", "utility_maximizer", "harmonic_neurons", "levels", "agf_staircase", "limit_staircase",
-           "output_power"]
+           "max_utility", "learning_order", "utility_maximizer", "harmonic_neurons", "levels", "agf_staircase",
+           "limit_staircase", "output_power"]
 
 
 def check_template(x, *, name="x"):
-    """Validate a centred template of odd length ``p >= 3``; return it as a float array."""
+    """Validate a centred template of length ``p >= 2``; return it as a float array."""
     x = real_array(x, name, "a 1-D array")
-    if x.ndim != 1 or x.size < 3 or x.size % 2 == 0:
-        raise ValueError(f"{name} must be a 1-D vector of odd length p >= 3, got shape {x.shape}")
+    if x.ndim != 1 or x.size < 2:
+        raise ValueError(f"{name} must be a 1-D vector of length p >= 2, got shape {x.shape}")
     return check_centred(x, name)
+
+
+def _multiplicity(k, p):
+    """``C_k``: 1 for the real frequency ``p/2`` (its own conjugate), 2 for a conjugate pair ``±k``."""
+    return 1 if (2 * k) % p == 0 else 2
 
 
 def dataset(x):
@@ -80,9 +109,7 @@ class QuadraticModularNetwork(TwoLayerNetwork):
     neurons_share_inputs = True
 
     def __init__(self, p, H):
-        p = check_int(p, "p")
-        if p < 3 or p % 2 == 0:
-            raise ValueError(f"p must be an odd integer >= 3, got {p}")
+        p = check_int(p, "p", 2)
         self.p = p
         self.num_neurons = check_int(H, "H")
         self.input_dim, self.output_dim, self.num_params = 2 * p, p, 3 * p
@@ -137,22 +164,29 @@ def initial_theta(p, H, *, alpha, seed=0):
     Returns an array of shape ``(H, 3p)``.
     """
     p, H, alpha = check_int(p, "p"), check_int(H, "H"), check_positive(alpha, "alpha")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", 0))
     uv = rng.normal(0.0, 1.0, (H, 2 * p)) * (alpha / math.sqrt(4 * p))
     w = rng.normal(0.0, 1.0, (H, p)) * (alpha / math.sqrt(2 * p))
     return np.concatenate([uv, w], axis=1)
 
 
-def _check_frequency(xi, p):
+def _check_frequency(xi, p, name="xi"):
     if isinstance(xi, bool) or not isinstance(xi, (int, np.integer)):
-        raise TypeError(f"xi must be an integer frequency, got {type(xi).__name__}")
+        raise TypeError(f"{name} must be an integer frequency, got {type(xi).__name__}")
     if not 1 <= int(xi) % p <= p - 1:
-        raise ValueError(f"xi must be a nonzero frequency mod p = {p}, got {xi}")
+        raise ValueError(f"{name} must be a nonzero frequency mod p = {p}, got {xi}")
     return int(xi) % p
 
 
+def _check_learned(learned):
+    """``learned``, a sequence of frequencies (each checked where it is used); TypeError for anything else."""
+    if isinstance(learned, (str, bytes)) or not hasattr(learned, "__iter__"):
+        raise TypeError(f"learned must be a sequence of integer frequencies, got {type(learned).__name__}")
+    return learned
+
+
 def _split_theta(theta, p):
-    theta = np.asarray(theta, dtype=float)
+    theta = real_array(theta, "theta", "a (3p,) or (H, 3p) array")
     if theta.ndim not in (1, 2) or theta.shape[-1] != 3 * p:
         raise ValueError(f"theta must have shape (3p,) or (H, 3p) with 3p = {3 * p}, got {theta.shape}")
     return theta[..., :p], theta[..., p : 2 * p], theta[..., 2 * p :]
@@ -170,41 +204,80 @@ def fourier_utility(theta, x, *, learned=()):
     u, v, w = _split_theta(theta, p)
     x_hat = dft(x)
     residual_hat = x_hat.copy()
-    for k in learned:
-        k = _check_frequency(k, p)
+    for k in _check_learned(learned):
+        k = _check_frequency(k, p, "learned")
         residual_hat[[k, p - k]] = 0.0
     terms = np.abs(x_hat) ** 2 * np.conj(residual_hat) * dft(u) * dft(v) * np.conj(dft(w))
     value = 2.0 / p**3 * terms.sum(-1).real
     return float(value) if np.ndim(value) == 0 else value
 
 
+def _frequency_utilities(x, learned=()):
+    """``Ū*_k = √(4/(27p³ C_k)) |x̂[k]|³`` for ``k = 1, …, ⌊p/2⌋`` (Theorem F.3, and the module docstring for
+    ``p/2``), zero for the frequencies in ``learned``."""
+    p = x.size
+    magnitudes = np.abs(dft(x))[1 : p // 2 + 1].copy()
+    for k in _check_learned(learned):
+        k = _check_frequency(k, p, "learned")
+        magnitudes[min(k, p - k) - 1] = 0.0
+    C = np.array([_multiplicity(k, p) for k in range(1, p // 2 + 1)], dtype=float)
+    return np.sqrt(4.0 / (27.0 * p**3) / C) * magnitudes**3
+
+
 def max_utility(x, *, learned=()):
     """Theorem F.3: the maximal utility of one quadratic neuron on the unit sphere,
-    ``√(2/(27p³)) · max_k |x̂[k]|³`` over the frequencies not in ``learned`` (updated utility, Appendix F).
+    ``max_k √(4/(27p³C_k)) |x̂[k]|³`` over the frequencies not in ``learned`` (updated utility, Appendix F):
+    ``√(2/(27p³)) |x̂[k]|³`` for a pair ``±k`` (``C_k = 2``), ``√(4/(27p³)) |x̂[p/2]|³`` for the real frequency
+    ``p/2`` of an even ``p`` (``C = 1``; derived in the module docstring).
 
     Zero when every frequency with a nonzero coefficient has been learned.
     """
     x = check_template(x)
-    p = x.size
-    magnitudes = np.abs(dft(x))[1 : (p + 1) // 2].copy()
-    for k in learned:
-        k = _check_frequency(k, p)
-        magnitudes[min(k, p - k) - 1] = 0.0
-    return math.sqrt(2.0 / (27.0 * p**3)) * float(magnitudes.max()) ** 3
+    return float(_frequency_utilities(x, learned).max())
 
 
-def utility_maximizer(x, *, xi=None, s_u=0.0, s_v=0.0):
-    """A unit-norm maximizer of the utility (Theorem F.3) at frequency ``xi`` (default: dominant).
+def learning_order(x, *, tol=1e-12):
+    """The frequencies in the order of learning: decreasing maximal utility ``|x̂[k]|³/√C_k``.
 
-    ``u = A cos(ω_ξ j + s_u)``, ``v = A cos(ω_ξ j + s_v)``, ``w = A cos(ω_ξ j + s_u + s_v − s_x)`` with
-    ``A = √(2/(3p))``, ``ω_ξ = 2πξ/p`` and ``s_x`` the phase of ``x̂[ξ]``. Returns ``θ`` of shape ``(3p,)``.
+    The frequencies are those of :func:`agf_lib.dft.dominant_frequencies` (``|x̂[k]| > tol · max|x̂|``); ties
+    keep the lower frequency first. For odd ``p`` this is their order by ``|x̂[k]|``; for even ``p`` the real
+    frequency ``p/2`` counts as ``2^{1/6} |x̂[p/2]|`` (its utility is ``√2`` times a pair's, module docstring).
     """
     x = check_template(x)
     p = x.size
-    xi = int(dominant_frequencies(x)[0]) if xi is None else _check_frequency(xi, p)
+    present = dominant_frequencies(x, tol=tol)
+    magnitudes = np.abs(dft(x))
+    key = [magnitudes[k] * (2.0 ** (1.0 / 6.0) if _multiplicity(k, p) == 1 else 1.0) for k in present]
+    return present[np.argsort(-np.array(key), kind="stable")] if present.size else present
+
+
+def utility_maximizer(x, *, xi=None, s_u=0.0, s_v=0.0):
+    """A unit-norm maximizer of the utility (Theorem F.3) at frequency ``xi`` (default: the first of
+    :func:`learning_order`).
+
+    ``u = A cos(ω_ξ j + s_u)``, ``v = A cos(ω_ξ j + s_v)``, ``w = A cos(ω_ξ j + s_u + s_v − s_x)`` with
+    ``A = √(2/(3p))``, ``ω_ξ = 2πξ/p`` and ``s_x`` the phase of ``x̂[ξ]``. At the real frequency ``ξ = p/2``
+    (even ``p``) the phases are signs: ``s_u`` and ``s_v`` must be ``0`` or ``π`` (mod ``2π``), ``s_x`` is ``0`` or
+    ``π`` (the sign of ``x̂[p/2]``), and ``A = 1/√(3p)`` (module docstring). Returns ``θ`` of shape ``(3p,)``.
+    """
+    x = check_template(x)
+    p = x.size
+    if xi is None:
+        order = learning_order(x)
+        if order.size == 0:
+            raise ValueError("x has no frequency to learn")
+        xi = int(order[0])
+    else:
+        xi = _check_frequency(xi, p)
     s_u, s_v = check_real(s_u, "s_u"), check_real(s_v, "s_v")
     s_x = float(np.angle(dft(x)[xi]))
     A = math.sqrt(2.0 / (3.0 * p))
+    if _multiplicity(xi, p) == 1:
+        for name, s in (("s_u", s_u), ("s_v", s_v)):
+            if abs(math.sin(s)) > 1e-12:
+                raise ValueError(f"{name} must be 0 or π at the real frequency p/2 = {xi}, got {s}")
+        s_x = 0.0 if dft(x)[xi].real >= 0 else math.pi
+        A = 1.0 / math.sqrt(3.0 * p)
     return np.concatenate([harmonic(p, xi, amplitude=A, phase=s_u), harmonic(p, xi, amplitude=A, phase=s_v),
                            harmonic(p, xi, amplitude=A, phase=s_u + s_v - s_x)])
 
@@ -217,12 +290,21 @@ def harmonic_neurons(x, xi, *, N=6):
     ``s_u = s_x + 2πi/N``, ``s_v = s_x + 2πci/N``, ``s_w = s_u + s_v − s_x`` (the phase condition of
     Theorem F.3) and ``c = 4``. These phases make every spurious output mode cancel in the sum over
     neurons, which needs ``N`` to divide none of 2, 3, 5, 7, 8, 10, 13 (``N = 6, 9, 11, 12`` or
-    ``N >= 14``). Returns ``θ`` of shape ``(N, 3p)``.
+    ``N >= 14``).
+
+    At the real frequency ``ξ = p/2`` (even ``p``) ``N`` must be even (``N = 2`` is the fewest): ``N/2`` pairs
+    with ``(s_u, s_v) = (0, 0)`` and ``(0, π)``, ``s_w = s_u + s_v − s_x``, amplitude ``A = (1/(2Np|x̂[ξ]|))^{1/3}``.
+    With ``σ = ±1`` the signs of ``u, v`` (module docstring) a neuron outputs
+    ``σ_w A³ x̂² (2 + 2σ_uσ_v(−1)^{a+b}) (−1)^j``; over a pair the constant modes cancel and
+    ``4 A³ |x̂| x̂ (−1)^{a+b} (−1)^j`` is left, so ``N/2`` pairs give the target's part ``(x̂/p)(−1)^{a+b}(−1)^j``.
+    Returns ``θ`` of shape ``(N, 3p)``.
     """
     x = check_template(x)
     p = x.size
     xi = _check_frequency(xi, p)
     N = check_int(N, "N")
+    if _multiplicity(xi, p) == 1:
+        return _real_harmonic_neurons(x, xi, N)
     c = 4
     bad = [m for m in (1 + c, 3 + c, c - 1, 1 + 3 * c, 2 + 2 * c, 2, 2 * c) if m % N == 0]
     if bad:
@@ -241,21 +323,42 @@ def harmonic_neurons(x, xi, *, N=6):
     return np.array(rows)
 
 
-def levels(x):
-    """Loss levels ``ℓ^(k) = ½‖x‖² − (1/p) Σ_{l≤k} |x̂[ξ_l]|²`` after learning ``k`` frequencies (Eq. 9).
+def _real_harmonic_neurons(x, xi, N):
+    """:func:`harmonic_neurons` at the real frequency ``xi = p/2``."""
+    if N % 2:
+        raise ValueError(f"N must be even at the real frequency p/2 = {xi} (pairs of neurons cancel the constant "
+                         f"mode), got N = {N}")
+    p, x_hat = x.size, float(dft(x)[xi].real)
+    if x_hat == 0:
+        raise ValueError(f"x has no coefficient at frequency {xi}")
+    A = (1.0 / (2.0 * N * p * abs(x_hat))) ** (1.0 / 3.0)
+    s_x = 0.0 if x_hat > 0 else math.pi
+    rows = []
+    for i in range(N):
+        s_u, s_v = 0.0, math.pi * (i % 2)
+        rows.append(np.concatenate([harmonic(p, xi, amplitude=A, phase=s_u), harmonic(p, xi, amplitude=A, phase=s_v),
+                                    harmonic(p, xi, amplitude=A, phase=s_u + s_v - s_x)]))
+    return np.array(rows)
 
-    ``ξ_1, ξ_2, …`` is :func:`agf_lib.dft.dominant_frequencies`; the last level is zero (up to rounding).
+
+def levels(x):
+    """Loss levels ``ℓ^(k) = ½‖x‖² − (1/(2p)) Σ_{l≤k} C_{ξ_l} |x̂[ξ_l]|²`` after learning ``k`` frequencies (Eq. 9).
+
+    ``ξ_1, ξ_2, …`` is :func:`learning_order`; ``C = 2`` for a pair ``±ξ`` (a drop of ``|x̂[ξ]|²/p``), ``C = 1``
+    for the real frequency ``p/2`` of an even ``p`` (its power counts once). The last level is zero (up to
+    rounding).
     """
     x = check_template(x)
-    order = dominant_frequencies(x)
-    drops = np.abs(dft(x))[order] ** 2 / x.size
+    order = learning_order(x)
+    C = np.array([_multiplicity(int(k), x.size) for k in order], dtype=float)
+    drops = C * np.abs(dft(x))[order] ** 2 / (2 * x.size)
     return 0.5 * float(x @ x) - np.concatenate([[0.0], np.cumsum(drops)])
 
 
 def _fourier(x, initial_norm, eta, adaptive_rate):
     x = check_template(x)
     eta = check_positive(eta, "eta")
-    order = [int(k) for k in dominant_frequencies(x)]
+    order = [int(k) for k in learning_order(x)]
     utilities = np.array([max_utility(x, learned=order[:k]) for k in range(len(order))])
     times, unit = jump_times(utilities, kappa=3, initial_norm=initial_norm, eta=eta, adaptive_rate=adaptive_rate)
     x_hat = dft(x)
@@ -281,7 +384,7 @@ def agf_staircase(x, *, initial_norm, eta=1.0, adaptive_rate=False):
     Parameters
     ----------
     x : (p,) array
-        The template (odd length ``p ≥ 3``, centred).
+        The template (length ``p ≥ 2``, centred).
     initial_norm : float or sequence
         A number ``ν``: ``times[k]`` is when a neuron of initial norm ``ν``, aligned with the
         harmonic of ``ξ_k`` from the start, reaches norm one: ``τ^(k) = (1/ν − 1)/(3ηŪ*_k)`` or
@@ -296,7 +399,7 @@ def agf_staircase(x, *, initial_norm, eta=1.0, adaptive_rate=False):
     Returns
     -------
     Staircase
-        In GF time: ``order[k-1] = ξ_k``, the frequencies by decreasing ``|x̂[ξ]|``; ``losses[k]``
+        In GF time: ``order[k-1] = ξ_k``, the frequencies of :func:`learning_order`; ``losses[k]``
         = :func:`levels`; ``states[k]`` the template learned after ``k`` jumps (the network then
         computes ``(a+b)·x_k``), the sum of the harmonics of ``x`` at ``ξ_1, …, ξ_k``.
     """
@@ -314,10 +417,10 @@ def limit_staircase(x, *, eta=1.0, adaptive_rate=False):
 
 
 def output_power(network, theta, X):
-    """Power of the network's output per frequency, ``E_{a,b}|f̂(a·x, b·x)[k]|²`` for ``k = 0…(p−1)/2``.
+    """Power of the network's output per frequency, ``E_{a,b}|f̂(a·x, b·x)[k]|²`` for ``k = 0…⌊p/2⌋``.
 
     For the target ``(a+b)·x`` this is ``|x̂[k]|²``. ``theta`` of shape ``(H, 3p)`` or a stack
-    ``(T, H, 3p)`` of snapshots; returns ``(p+1)/2`` or ``(T, (p+1)/2)`` numbers.
+    ``(T, H, 3p)`` of snapshots; returns ``⌊p/2⌋ + 1`` or ``(T, ⌊p/2⌋ + 1)`` numbers.
 
     Raises
     ------
@@ -339,6 +442,6 @@ def output_power(network, theta, X):
     power = []
     for snapshot in stack:
         f = network(network.check_theta(snapshot), X)
-        power.append((np.abs(np.fft.fft(f, axis=1)) ** 2).mean(0)[: (network.p + 1) // 2])
+        power.append((np.abs(np.fft.fft(f, axis=1)) ** 2).mean(0)[: network.p // 2 + 1])
     power = np.array(power)
     return power[0] if theta.ndim == 2 else power

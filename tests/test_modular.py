@@ -17,6 +17,7 @@ import agf_lib
 from agf_lib import dft, modular
 
 ODD_P = [5, 7, 11, 13]
+EVEN_P = [4, 6, 20]          # p/2 a real frequency (its own conjugate): C = 1 in groups' class utility
 
 
 def random_template(p, seed):
@@ -38,7 +39,7 @@ def network_loss(theta, x):
     return agf_lib.loss(net, theta, X, Y)
 
 
-@pytest.mark.parametrize("p", [3, 5, 11])
+@pytest.mark.parametrize("p", [2, 3, 4, 5, 11])
 def test_dataset_holds_every_pair_of_shifts_and_their_sum(p):
     x = random_template(p, 0)
     X, Y = modular.dataset(x)
@@ -67,9 +68,16 @@ def test_closed_form_outputs_and_utility_gradients_match_autograd():
     assert net.kappa == 3 and net.num_params == 3 * p
 
 
-@pytest.mark.parametrize("p", ODD_P)
+def real_frequency_part(x):
+    """For even p, the part of x at the real frequency p/2: ``(1/p) x̂[p/2] (−1)^j`` by the explicit sum."""
+    sign = (-1.0) ** np.arange(x.size)
+    return (x @ sign) * sign / x.size
+
+
+@pytest.mark.parametrize("p", ODD_P + EVEN_P)
 def test_frequency_domain_utility_equals_the_sample_mean(p):
-    """Lemma F.2 (and, with frequencies removed from the target, the updated utility of Appendix F)."""
+    """Lemma F.2 (and, with frequencies removed from the target, the updated utility of Appendix F), for odd
+    and even p; for even p also with the real frequency p/2 removed (its part cut out by the explicit sum)."""
     x = random_template(p, p)
     X, Y = modular.dataset(x)
     thetas = np.random.default_rng(p).normal(size=(4, 3 * p))
@@ -77,11 +85,15 @@ def test_frequency_domain_utility_equals_the_sample_mean(p):
         np.testing.assert_allclose(modular.fourier_utility(theta, x), sample_utility(theta, X, Y), rtol=1e-10)
     np.testing.assert_allclose(modular.fourier_utility(thetas, x), [sample_utility(t, X, Y) for t in thetas],
                                rtol=1e-10)
-    xi = int(dft.dominant_frequencies(x)[0])
-    residual = Y - modular.dataset(modular.limit_staircase(x).states[1] + 0.0)[1]
+    stair = modular.limit_staircase(x)
+    residual = Y - modular.dataset(stair.states[1] + 0.0)[1]
     for theta in thetas:
-        np.testing.assert_allclose(modular.fourier_utility(theta, x, learned=[xi]), sample_utility(theta, X, residual),
-                                   rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(modular.fourier_utility(theta, x, learned=[stair.order[0]]),
+                                   sample_utility(theta, X, residual), rtol=1e-9, atol=1e-12)
+    if p % 2 == 0:
+        residual = Y - modular.dataset(real_frequency_part(x))[1]
+        np.testing.assert_allclose(modular.fourier_utility(thetas, x, learned=[p // 2]),
+                                   [sample_utility(t, X, residual) for t in thetas], rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("p", ODD_P)
@@ -117,29 +129,36 @@ def dft_coefficient(x, k):
 
 
 def greedy_order(x):
-    """The frequencies in the order of Theorem F.3 and Eq. 9, by brute force: at each step the frequency whose six
-    harmonic neurons, added to those of the frequencies before, leave the explicit network the lowest loss
-    (frequencies with no coefficient, |x̂[ξ]| below 1e-12 of the largest by the explicit sum, are left out)."""
+    """The frequencies in the order of Theorem F.3 and Eq. 9, by brute force: at each step the frequency whose unit
+    maximizer has the largest utility (a sample mean) against the residual left by the explicit network of the
+    harmonic neurons of the frequencies before (frequencies with no coefficient, |x̂[ξ]| below 1e-12 of the
+    largest by the explicit sum, are left out). The maximizers' optimality is checked on its own (numerical
+    search on the sphere). For odd p this is the order of the losses the harmonic neurons leave; for even p it
+    is not: p/2 drops the loss by half the power of a pair of the same magnitude but has √2 times its utility."""
     p = x.size
-    candidates = list(range(1, (p + 1) // 2))
+    X, Y = modular.dataset(x)
+    candidates = list(range(1, p // 2 + 1))
     top = max(abs(dft_coefficient(x, k)) for k in candidates)
     candidates = [k for k in candidates if abs(dft_coefficient(x, k)) > 1e-12 * top]
     order, theta = [], np.zeros((0, 3 * p))
     while candidates:
-        losses = {k: network_loss(np.concatenate([theta, modular.harmonic_neurons(x, k)]), x) for k in candidates}
-        best = min(losses, key=losses.get)
-        runner_up = min([v for k, v in losses.items() if k != best], default=np.inf)
-        assert runner_up - losses[best] > 1e-9 * losses[best] + 1e-12, "two frequencies tie: the order is not fixed"
+        net = modular.QuadraticModularNetwork(p, max(theta.shape[0], 1))
+        residual = Y - net(theta, X) if theta.size else Y
+        utilities = {k: sample_utility(modular.utility_maximizer(x, xi=k), X, residual) for k in candidates}
+        best = max(utilities, key=utilities.get)
+        runner_up = max([v for k, v in utilities.items() if k != best], default=-np.inf)
+        assert utilities[best] - runner_up > 1e-9 * utilities[best], "two frequencies tie: the order is not fixed"
         order.append(best)
         candidates.remove(best)
         theta = np.concatenate([theta, modular.harmonic_neurons(x, best)])
     return order
 
 
-@pytest.mark.parametrize("p", ODD_P)
+@pytest.mark.parametrize("p", ODD_P + EVEN_P)
 def test_levels_are_the_losses_of_six_harmonic_neurons_per_learned_frequency(p):
     """The levels of Eq. 9, to 1e-9 relative, against the loss of explicit networks, learned in the greedy
-    order found by brute force over the frequencies."""
+    order found by brute force over the frequencies (for even p the real frequency p/2 included: six neurons,
+    three pairs, fit it, and its drop is half its power)."""
     x = random_template(p, 20 + p)
     stair = modular.limit_staircase(x)
     np.testing.assert_array_equal(stair.order, greedy_order(x))
@@ -166,6 +185,33 @@ def test_harmonic_neurons_fit_the_harmonic_exactly_for_admissible_group_sizes(N)
     np.testing.assert_allclose(network_loss(modular.harmonic_neurons(x, xi, N=N), x), expected, rtol=1e-10)
 
 
+@pytest.mark.parametrize("p, N", [(2, 2), (4, 2), (6, 4), (20, 2), (20, 6), (20, 12)])
+def test_harmonic_neurons_fit_the_real_frequency_exactly_in_pairs(p, N):
+    """At p/2 the loss falls by half the power there, x̂[p/2]²/(2p) (x̂[p/2] by the explicit alternating sum);
+    the other frequencies are untouched, and every even N works."""
+    x = random_template(p, p + N)
+    x_h = float(np.sum(x * (-1.0) ** np.arange(p)))
+    np.testing.assert_allclose(network_loss(modular.harmonic_neurons(x, p // 2, N=N), x),
+                               0.5 * x @ x - x_h**2 / (2 * p), rtol=1e-10, atol=1e-14 * (x @ x))  # p = 2: zero
+
+
+def test_one_neuron_fits_one_half_of_the_real_frequency():
+    """A single neuron at p/2 outputs w A²x̂²(2 + 2σ_uσ_v(−1)^{a+b}): constant and target modes of equal size, so the
+    best one lowers the loss by exactly half of x̂[p/2]²/(2p) (module docstring; a pair's neuron fits 1/9)."""
+    p = 6
+    x = (-1.0) ** np.arange(p) + dft.harmonic(p, 1, amplitude=0.2, phase=0.3)
+    X, Y = modular.dataset(x)
+    drop = 0.5 * x @ x - network_loss(modular.harmonic_neurons(x, 3, N=2), x)
+
+    def loss(theta):
+        z = X @ theta[: 2 * p]
+        return 0.5 * np.mean(np.sum((Y - np.outer(z**2, theta[2 * p :])) ** 2, axis=1))
+
+    theta0 = modular.utility_maximizer(x, xi=3)
+    best = min(minimize(loss, theta0 * s, method="BFGS", options={"gtol": 1e-12}).fun for s in (0.8, 1.0, 1.3))
+    np.testing.assert_allclose(0.5 * x @ x - best, drop / 2, rtol=1e-8)
+
+
 def test_one_neuron_fits_at_most_one_ninth_of_a_harmonic():
     """The best single neuron aligned with ξ lowers the loss by exactly (1/9)|x̂[ξ]|²/p."""
     p = 11
@@ -183,8 +229,9 @@ def test_one_neuron_fits_at_most_one_ninth_of_a_harmonic():
 
 
 @pytest.mark.parametrize("adaptive_rate", [False, True])
-def test_agf_staircase_times_are_when_an_aligned_neuron_solved_as_an_ode_reaches_norm_one(adaptive_rate):
-    p, eta = 7, 2.0
+@pytest.mark.parametrize("p", [7, 6])
+def test_agf_staircase_times_are_when_an_aligned_neuron_solved_as_an_ode_reaches_norm_one(adaptive_rate, p):
+    eta = 2.0
     x = random_template(p, 5)
     X, Y = modular.dataset(x)
     net = modular.QuadraticModularNetwork(p, 1)
@@ -192,8 +239,9 @@ def test_agf_staircase_times_are_when_an_aligned_neuron_solved_as_an_ode_reaches
     # sum, not read from the staircase), and a unit maximizer at ξ_k
     order = greedy_order(x)
     j = np.arange(p)
-    fitted = [sum((2 * np.real(dft_coefficient(x, xi) * np.exp(2j * np.pi * xi * j / p)) / p for xi in order[:k]),
-                  np.zeros(p)) for k in range(len(order))]
+    C = {xi: 1 if 2 * xi == p else 2 for xi in order}          # p/2 is its own conjugate: counted once
+    fitted = [sum((C[xi] * np.real(dft_coefficient(x, xi) * np.exp(2j * np.pi * xi * j / p)) / p
+                   for xi in order[:k]), np.zeros(p)) for k in range(len(order))]
     residuals = [Y - modular.dataset(f + 0.0)[1] if k else Y for k, f in enumerate(fitted)]
     levels = [(r, modular.utility_maximizer(x, xi=xi), 0.5 * np.mean(np.sum(r**2, axis=1)))
               for r, xi in zip(residuals, order)]
@@ -291,11 +339,12 @@ def test_initial_theta_has_the_papers_scale_is_seeded_and_survives_tiny_alpha():
     assert np.all(np.isfinite(tiny)) and np.all(np.linalg.norm(tiny, axis=1) > 0)
 
 
-def test_output_power_of_exact_harmonics_equals_the_target_spectrum():
-    x = random_template(11, 9)
+@pytest.mark.parametrize("p", [11, 6])
+def test_output_power_of_exact_harmonics_equals_the_target_spectrum(p):
+    x = random_template(p, 9)
     stair = modular.limit_staircase(x)
     theta = np.concatenate([modular.harmonic_neurons(x, xi) for xi in stair.order[:2]])
-    net = modular.QuadraticModularNetwork(11, theta.shape[0])
+    net = modular.QuadraticModularNetwork(p, theta.shape[0])
     power = modular.output_power(net, theta, modular.dataset(x)[0])
     expected = dft.power_spectrum(stair.states[2])
     np.testing.assert_allclose(power, expected, atol=1e-10)
@@ -306,17 +355,23 @@ def test_output_power_of_exact_harmonics_equals_the_target_spectrum():
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: modular.dataset(np.array([1.0, -1.0])), ValueError, "^x must be a 1-D vector of odd length p >= 3"),
+        (lambda: modular.dataset(np.array([1.0])), ValueError, "^x must be a 1-D vector of length p >= 2"),
         (lambda: modular.dataset(np.array([1.0, 2.0, 3.0])), ValueError, r"^x must be centred \(sum zero\)"),
         (lambda: modular.dataset(np.zeros(5)), ValueError, "^x must be nonzero"),
         (lambda: modular.dataset("x"), TypeError, "^x must be a 1-D array of real numbers, got str"),
         (lambda: modular.dataset(np.array([1.0, np.inf, -1.0])), ValueError, "^x contains NaN or infinite values"),
-        (lambda: modular.QuadraticModularNetwork(4, 3), ValueError, "^p must be an odd integer >= 3, got 4"),
+        (lambda: modular.QuadraticModularNetwork(1, 3), ValueError, "^p must be an integer >= 2, got 1"),
+        (lambda: modular.QuadraticModularNetwork(4.0, 3), TypeError, "^p must be an integer, got float"),
+        (lambda: modular.initial_theta(2.5, 3, alpha=0.1), TypeError, "^p must be an integer, got float"),
+        (lambda: modular.harmonic_neurons(random_template(6, 0), 3, N=3), ValueError,
+         "^N must be even at the real frequency p/2 = 3"),
+        (lambda: modular.utility_maximizer(random_template(6, 0), xi=3, s_u=0.3), ValueError,
+         "^s_u must be 0 or π at the real frequency p/2 = 3, got 0.3"),
         (lambda: modular.QuadraticModularNetwork(5, 0), ValueError, "^H must be an integer >= 1, got 0"),
         (lambda: modular.initial_theta(5, 3, alpha=-1.0), ValueError, "^alpha must be a finite positive number"),
         (lambda: modular.initial_theta(5, 3, alpha="a"), TypeError, "^alpha must be a real number, got str"),
         (lambda: modular.max_utility(random_template(5, 0), learned=[5]), ValueError,
-         "^xi must be a nonzero frequency mod p = 5, got 5"),
+         "^learned must be a nonzero frequency mod p = 5, got 5"),
         (lambda: modular.utility_maximizer(random_template(5, 0), xi=1.5), TypeError,
          "^xi must be an integer frequency, got float"),
         (lambda: modular.fourier_utility(np.ones(7), random_template(5, 0)), ValueError,
@@ -338,3 +393,15 @@ def test_output_power_of_exact_harmonics_equals_the_target_spectrum():
 def test_bad_inputs_raise_errors_naming_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize("p", [4, 6, 7, 20])
+def test_limit_staircase_equals_the_group_staircase_of_the_cyclic_group(p):
+    """For odd and even p, the frequency derivation (Theorem F.3, and the module docstring's p/2) and the
+    irrep derivation of agf_lib.groups at cyclic(p), k = 2, which treats p/2 as any real one-dimensional
+    irrep, give the same order, levels and times."""
+    x = random_template(p, 40 + p)
+    ours, theirs = modular.limit_staircase(x), agf_lib.groups.limit_staircase(x, agf_lib.groups.cyclic(p))
+    np.testing.assert_array_equal(ours.order, theirs.order)
+    np.testing.assert_allclose(ours.losses, theirs.losses, rtol=1e-12, atol=1e-14 * (x @ x))
+    np.testing.assert_allclose(ours.times, theirs.times, rtol=1e-12)
