@@ -11,6 +11,9 @@ Each irrep has a Frobenius–Schur indicator ``ν_ρ = (1/|G|) Σ_g χ_ρ(g²)``
 ``−1`` quaternionic. The theory works with *irrep classes*: a complex irrep together with its
 conjugate, or a real or quaternionic irrep on its own. These are the irreducible representations
 over the reals, and a real function's Fourier coefficients on a class determine each other.
+The constructors: :func:`cyclic`, :func:`dihedral`, :func:`alternating4`, :func:`symmetric4`,
+:func:`alternating5` (the icosahedral rotation group, order 60, irreps of dimension 1, 3, 3, 4, 5),
+:func:`quaternion` and :func:`product`.
 
 **Fourier transform** (the convention of :mod:`agf_lib.dft`, extended to matrices):
 
@@ -93,7 +96,7 @@ from .results import Staircase
 from .validation import real_array, check_bool, check_positive, check_int, check_centred
 
 __all__ = [
-    "FiniteGroup", "cyclic", "dihedral", "alternating4", "symmetric4", "quaternion", "product",
+    "FiniteGroup", "cyclic", "dihedral", "alternating4", "symmetric4", "alternating5", "quaternion", "product",
     "fourier", "inverse_fourier", "class_power", "class_component", "translates", "dataset",
     "CompositionNetwork", "initial_theta", "utility", "class_utilities", "max_utility",
     "utility_maximizer", "class_neurons", "least_squares_fit", "learning_order", "Piece", "pieces",
@@ -456,6 +459,81 @@ def symmetric4():
     standard = _KLEIN_BASIS.T @ matrices @ _KLEIN_BASIS
     irreps = (np.ones((24, 1, 1)), sign, E, standard, standard * sign)
     return FiniteGroup(table, irreps, name="S4", irrep_names=("trivial", "sign", "E", "standard", "standard⊗sign"),
+                       element_names=tuple("".join(map(str, p)) for p in perms))
+
+
+_GOLDEN = (1 + math.sqrt(5)) / 2
+
+
+def _icosahedron_rotations():
+    """The 60 rotations of the icosahedron whose vertices are the cyclic shifts of ``(0, ±1, ±φ)``, each with
+    the permutation it makes of the icosahedron's five frames (triples of mutually orthogonal 2-fold axes).
+
+    The rotation group acts simply transitively on directed edges, so the rotations are the maps taking one
+    directed edge ``(v, w)``, with ``v × w``, to each of the 60 directed edges. The 2-fold axes are the edge
+    midpoints (15 up to sign); each is orthogonal to exactly two others, which makes the five frames.
+    """
+    vertices = np.array([np.roll([0.0, s * 1.0, t * _GOLDEN], shift)
+                         for shift in range(3) for s in (1, -1) for t in (1, -1)])
+    gaps = np.linalg.norm(vertices[:, None] - vertices[None], axis=-1)
+    edges = [(i, j) for i in range(12) for j in range(12) if abs(gaps[i, j] - 2.0) < 1e-9]   # edge length 2
+    frame = lambda i, j: np.stack([vertices[i], vertices[j], np.cross(vertices[i], vertices[j])], axis=1)  # noqa: E731
+    reference = np.linalg.inv(frame(*edges[0]))
+    rotations = np.array([frame(i, j) @ reference for i, j in edges])
+    axes = []
+    for i, j in edges:
+        axis = (vertices[i] + vertices[j]) / np.linalg.norm(vertices[i] + vertices[j])
+        if not any(abs(abs(axis @ b) - 1) < 1e-9 for b in axes):
+            axes.append(axis)
+    axes = np.array(axes)
+    frames = []
+    for a in axes:
+        members = frozenset(np.nonzero(np.abs(axes @ a) < 1e-9)[0]) | {int(np.argmax(np.abs(axes @ a)))}
+        if members not in frames:
+            frames.append(members)
+    frame_of = {b: f for f, members in enumerate(frames) for b in members}
+    permutations = [tuple(frame_of[int(np.argmax(np.abs(axes @ (R @ axes[min(members)]))))] for members in frames)
+                    for R in rotations]
+    return rotations, permutations
+
+
+def alternating5():
+    """The alternating group A_5 (order 60), the rotation group of the icosahedron: even permutations of
+    ``0, …, 4`` in lexicographic order (the identity first), ``(p·q)(i) = p(q(i))``.
+
+    All five irreps are real; they carry the Mulliken names of the icosahedral group. ``trivial``;
+    ``T1``, the 3-dim rotations of the icosahedron with vertices the cyclic shifts of ``(0, ±1, ±φ)``,
+    ``φ = (1 + √5)/2``, the rotation for ``g`` being the one that permutes the icosahedron's five frames
+    (triples of orthogonal 2-fold axes) as ``g`` permutes ``0, …, 4``; ``T2``, the 3-dim
+    ``g ↦ T1(t g t)`` for the transposition ``t = (0 1)`` (an outer automorphism: it exchanges the two
+    classes of 5-cycles, on which the characters ``φ`` and ``1 − φ`` swap); ``G``, the 4-dim representation
+    on the sum-zero vectors of ``R^5``; ``H``, the 5-dim representation on the weights of the ten pairs
+    ``{i, j}`` that sum to zero at every point (the permutation representation on pairs minus the
+    trivial and ``G``).
+    """
+    perms = [p for p in itertools.permutations(range(5)) if _parity(p) == 0]
+    table, matrices = _permutation_group(perms)
+    index = {p: i for i, p in enumerate(perms)}
+    rotations, images = _icosahedron_rotations()
+    T1 = np.empty((60, 3, 3))
+    T1[[index[p] for p in images]] = rotations
+    swap = (1, 0, 2, 3, 4)
+    T2 = T1[[index[tuple(swap[p[swap[i]]] for i in range(5))] for p in perms]]
+    helmert = np.zeros((5, 4))
+    for j in range(4):
+        helmert[: j + 1, j], helmert[j + 1, j] = 1.0, -(j + 1.0)
+    helmert /= np.linalg.norm(helmert, axis=0)
+    G = helmert.T @ matrices @ helmert
+    pairs = list(itertools.combinations(range(5), 2))
+    on_pairs = np.zeros((60, 10, 10))
+    for g, p in enumerate(perms):
+        for i, pair in enumerate(pairs):
+            on_pairs[g, pairs.index(tuple(sorted(p[v] for v in pair))), i] = 1.0
+    incidence = np.array([[float(v in pair) for pair in pairs] for v in range(5)])
+    balanced = _canonical_basis(np.eye(10) - np.linalg.pinv(incidence) @ incidence)
+    H = balanced.T @ on_pairs @ balanced
+    irreps = (np.ones((60, 1, 1)), T1, T2, G, H)
+    return FiniteGroup(table, irreps, name="A5", irrep_names=("trivial", "T1", "T2", "G", "H"),
                        element_names=tuple("".join(map(str, p)) for p in perms))
 
 

@@ -27,6 +27,7 @@ GROUPS = {
     "D5": lambda: groups.dihedral(5),
     "A4": groups.alternating4,
     "S4": groups.symmetric4,
+    "A5": groups.alternating5,
     "Q8": groups.quaternion,
     "Z3xD3": lambda: groups.product(groups.cyclic(3), groups.dihedral(3)),
     "Q8xQ8": lambda: groups.product(groups.quaternion(), groups.quaternion()),
@@ -106,6 +107,7 @@ def test_real_type_irreps_are_real_orthogonal_matrices_and_complex_ones_come_in_
     ("D5", (1, 1, 1, 1), ((0,), (1,), (2,), (3,))),
     ("A4", (1, 0, 0, 1), ((0,), (1, 2), (3,))),
     ("S4", (1, 1, 1, 1, 1), ((0,), (1,), (2,), (3,), (4,))),
+    ("A5", (1, 1, 1, 1, 1), ((0,), (1,), (2,), (3,), (4,))),
     ("Q8", (1, 1, 1, 1, -1), ((0,), (1,), (2,), (3,), (4,))),
 ])
 def test_known_frobenius_schur_indicators_and_irrep_classes(name, indicators, classes):
@@ -117,6 +119,7 @@ def test_known_irrep_dimensions():
     assert groups.dihedral(5).dims == (1, 1, 2, 2)
     assert groups.alternating4().dims == (1, 1, 1, 3)
     assert groups.symmetric4().dims == (1, 1, 2, 3, 3)
+    assert groups.alternating5().dims == (1, 3, 3, 4, 5)
     assert groups.quaternion().class_types == ("real",) * 4 + ("quaternionic",)
 
 
@@ -144,6 +147,90 @@ def test_two_quaternionic_irreps_make_a_real_one_given_by_real_matrices():
     QQ = groups.product(groups.quaternion(), groups.quaternion())
     r = len(QQ.irreps) - 1
     assert QQ.dims[r] == 4 and QQ.frobenius_schur[r] == 1 and not np.iscomplexobj(QQ.irreps[r])
+
+
+def _conjugacy_classes(G):
+    """The conjugacy classes of ``G`` by brute force over the table: ``{h g h⁻¹ : h ∈ G}`` for each ``g``."""
+    h = np.arange(G.order)
+    classes = {frozenset(G.table[G.table[h, g], G.inverse[h]].tolist()) for g in range(G.order)}
+    return sorted(classes, key=min)
+
+
+def _cycle_type(name):
+    """Cycle lengths (sorted, descending) of the permutation written as the string ``name`` of its images."""
+    p, seen, lengths = [int(c) for c in name], set(), []
+    for start in range(len(p)):
+        length, i = 0, start
+        while i not in seen:
+            seen.add(i)
+            i, length = p[i], length + 1
+        if length:
+            lengths.append(length)
+    return tuple(sorted(lengths, reverse=True))
+
+
+PHI = (1 + math.sqrt(5)) / 2
+
+
+def test_a5_has_five_conjugacy_classes_of_sizes_1_12_12_15_20_one_per_irrep():
+    G = groups.alternating5()
+    classes = _conjugacy_classes(G)
+    assert sorted(len(c) for c in classes) == [1, 12, 12, 15, 20]
+    assert len(classes) == len(G.irreps)
+    for c in classes:   # characters are class functions
+        assert np.abs(G.characters[:, sorted(c)] - G.characters[:, [min(c)]]).max() < 1e-12
+    assert {_cycle_type(G.element_names[g]) for g in range(G.order)} == {
+        (1, 1, 1, 1, 1), (2, 2, 1), (3, 1, 1), (5,)}
+
+
+def test_a5_character_table_is_the_icosahedral_one_with_the_golden_ratio_on_5_cycles():
+    """Rows trivial, T1, T2, G, H on the identity, (ab)(cd), (abc), and the 5-cycles g with χ_T1(g) = φ or 1 − φ:
+    (1 1 1 1 | 3 −1 0 φ 1−φ | 3 −1 0 1−φ φ | 4 0 1 −1 −1 | 5 1 −1 0 0)."""
+    G = groups.alternating5()
+    chi = G.characters
+    assert not np.iscomplexobj(chi)
+    known = {(1, 1, 1, 1, 1): (1, 3, 3, 4, 5), (2, 2, 1): (1, -1, -1, 0, 1), (3, 1, 1): (1, 0, 0, 1, -1)}
+    for g in range(G.order):
+        cycles = _cycle_type(G.element_names[g])
+        if cycles in known:
+            np.testing.assert_allclose(chi[:, g], known[cycles], atol=1e-12)
+            continue
+        sign = 1 if chi[1, g] > 0.5 else -1             # which of the two classes of 5-cycles holds g
+        np.testing.assert_allclose(chi[:, g], (1, 0.5 + sign * math.sqrt(5) / 2, 0.5 - sign * math.sqrt(5) / 2,
+                                                -1, 0), atol=1e-12)
+    five_cycles = [g for g in range(G.order) if _cycle_type(G.element_names[g]) == (5,)]
+    assert sum(abs(chi[1, g] - PHI) < 1e-12 for g in five_cycles) == 12
+    assert sum(abs(chi[1, g] - (1 - PHI)) < 1e-12 for g in five_cycles) == 12
+    square = np.diag(G.table)
+    np.testing.assert_allclose(chi[2, five_cycles], chi[1, square[five_cycles]], atol=1e-12)
+
+
+def test_a5_three_dimensional_irreps_are_galois_conjugates_making_the_exterior_square_of_the_standard():
+    """χ_T1 + χ_T2 is an integer and (χ_T1 − χ_T2)/√5 too (√5 → −√5 exchanges them), and
+    Λ²G = T1 ⊕ T2: (χ_G(g)² − χ_G(g²))/2 = χ_T1(g) + χ_T2(g); Sym²G = trivial ⊕ G ⊕ H."""
+    G = groups.alternating5()
+    chi, square = G.characters, np.diag(G.table)
+    total, difference = chi[1] + chi[2], (chi[1] - chi[2]) / math.sqrt(5)
+    np.testing.assert_allclose(total, np.rint(total), atol=1e-12)
+    np.testing.assert_allclose(difference, np.rint(difference), atol=1e-12)
+    assert np.abs(difference).max() > 0.5
+    np.testing.assert_allclose((chi[3] ** 2 - chi[3, square]) / 2, chi[1] + chi[2], atol=1e-12)
+    np.testing.assert_allclose((chi[3] ** 2 + chi[3, square]) / 2, chi[0] + chi[3] + chi[4], atol=1e-12)
+
+
+def test_a5_t1_is_the_rotation_group_of_the_icosahedron():
+    """Every T1(g) is a rotation (det 1) mapping the twelve vertices, the cyclic shifts of (0, ±1, ±φ), onto
+    themselves, and the 60 rotations are distinct."""
+    G = groups.alternating5()
+    vertices = np.array([np.roll([0.0, s, t * PHI], shift) for shift in range(3) for s in (1, -1) for t in (1, -1)])
+    rotations = G.irreps[1]
+    np.testing.assert_allclose(np.linalg.det(rotations), 1, atol=1e-12)
+    for R in rotations:
+        images = vertices @ R.T
+        gaps = np.linalg.norm(images[:, None] - vertices[None], axis=-1)
+        assert np.all(gaps.min(axis=1) < 1e-12)
+        assert sorted(gaps.argmin(axis=1)) == list(range(12))
+    assert len({tuple(np.round(R, 9).ravel()) for R in rotations}) == 60
 
 
 # ----------------------------------------------------------------------------------------------
@@ -378,7 +465,7 @@ def test_utility_maximizer_attains_every_class_utility(group, k):
         groups.max_utility(x, group, k=k), rel=1e-12)
 
 
-@pytest.mark.parametrize("name, k", [("D3", 2), ("D5", 3), ("A4", 2), ("Q8", 2), ("S4", 2)])
+@pytest.mark.parametrize("name, k", [("D3", 2), ("D5", 3), ("A4", 2), ("Q8", 2), ("S4", 2), ("A5", 2)])
 def test_max_utility_of_a_generic_template_is_the_largest_class_utility(name, k):
     G = GROUPS[name]()
     x = random_template(G, 30)
@@ -448,7 +535,7 @@ def test_cyclic_theory_is_theorem_f3_and_eq_9(p):
 # levels and the staircase
 
 
-@pytest.mark.parametrize("name, k", [("D3", 2), ("A4", 3), ("S4", 2), ("Z3xD3", 2)])
+@pytest.mark.parametrize("name, k", [("D3", 2), ("A4", 3), ("S4", 2), ("Z3xD3", 2), ("A5", 2)])
 def test_whole_class_levels_are_the_losses_of_the_learned_templates(name, k):
     G = GROUPS[name]()
     x = random_template(G, 60)
