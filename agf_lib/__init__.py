@@ -6,7 +6,7 @@ types and their time unit, the network abstraction, the two engines, the escape-
 (``agf_lib.problems``), and the input checks every module shares (``agf_lib.validation``).
 """
 
-from . import attention, book, dft, diagonal, escape, linear, modular, plotting, validation
+from . import attention, book, dft, diagonal, escape, linear, modular, validation
 from . import groups, relu
 from . import limits, problems
 from .agf import CostStepError, alternating_gradient_flow
@@ -44,3 +44,13 @@ __all__ = [
     "plotting",
     "validation",
 ]
+
+
+def __getattr__(name):
+    """``agf_lib.plotting`` on first use: matplotlib's pyplot costs about a second to import, and the engines,
+    the tests and joblib's workers of a limit study do not draw."""
+    if name == "plotting":
+        import importlib
+
+        return importlib.import_module(".plotting", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

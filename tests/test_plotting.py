@@ -264,3 +264,12 @@ def test_a_legend_below_an_axes_whose_shared_x_axis_shows_nothing_sits_right_und
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     assert legend.get_window_extent(renderer).y1 <= top.get_window_extent(renderer).y0
+
+
+def test_importing_agf_lib_does_not_load_pyplot():
+    """agf_lib.plotting is imported on first use: the engines and joblib's workers do not pay for pyplot."""
+    import subprocess
+    import sys
+    code = "import sys, agf_lib; print('matplotlib.pyplot' in sys.modules, agf_lib.plotting.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "agf_lib.plotting"]
