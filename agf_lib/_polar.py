@@ -208,6 +208,9 @@ def batched_losses(network, X, y, phi, weights):
     (shape (T, H, P)) and weights (shape (T, H)), by
     :meth:`~agf_lib.network.TwoLayerNetwork.batched_weighted_output` on chunks of them: one evaluation per
     chunk instead of one per set (3 000 samples of the diagonal problem: 2 ms instead of 30)."""
+    structured = network.structured_losses(X, y, phi, weights)
+    if structured is not None:            # computed without the outputs (the full dataset of a group template)
+        return structured
     (n, c), T = y.shape, phi.shape[0]
     losses = np.empty(T)
     chunk = max(1, 2_000_000 // (phi.shape[1] * n * c))

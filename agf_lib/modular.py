@@ -46,6 +46,12 @@ cancel the constant mode and fit it exactly (:func:`harmonic_neurons`).
   fixed gradient-flow time after ``ξ``, not after a plateau of length ∝ log(1/α), and can overtake
   larger coefficients at small α (chapter 06, "a resonant frequency").
 
+**Research scale.** Over all ``p²`` pairs a neuron's pre-activation is ``U_i(a) + V_i(b)`` with ``U_i``, ``V_i``
+cross-correlations of ``u_i``, ``v_i`` with ``x``, so the population loss, the utilities and their gradients
+reduce to ``H × H`` Gram matrices of these functions and Fourier transforms on the template's frequencies:
+the structured evaluation of :mod:`agf_lib.groups` (derived there, for any group and ``k``), which the network
+takes on :func:`dataset` from ``p = 45`` on (``structured`` in :class:`QuadraticModularNetwork`).
+
 Contract of the setting: :class:`QuadraticModularNetwork`, :func:`initial_theta`, :func:`dataset`,
 :func:`agf_staircase` (AGF at finite α, GF time) and :func:`limit_staircase` (its α → 0 limit in ``t·α``,
 or ``t/log(1/α)`` with the adaptive rate); :func:`fourier_utility` is Lemma F.2.
@@ -61,6 +67,7 @@ from .dft import dft, dominant_frequencies, harmonic
 from .escape import jump_times
 from .network import TwoLayerNetwork
 from .results import Staircase
+from .groups import _StructuredNetwork, _check_structured
 from .validation import real_array, check_positive, check_int, check_centred, check_real
 
 __all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_theta", "fourier_utility",
@@ -94,7 +101,7 @@ def dataset(x):
     return np.concatenate([shifts[a], shifts[b]], axis=1), shifts[(a + b) % p]
 
 
-class QuadraticModularNetwork(TwoLayerNetwork):
+class QuadraticModularNetwork(_StructuredNetwork, TwoLayerNetwork):
     """``f(a·x, b·x; Θ) = Σ_i w_i (⟨u_i, a·x⟩ + ⟨v_i, b·x⟩)²``: the paper's network for modular addition.
 
     ``theta`` has shape ``(H, 3p)``, each row ``θ_i = (u_i, v_i, w_i)``; inputs ``X`` have shape
@@ -103,16 +110,31 @@ class QuadraticModularNetwork(TwoLayerNetwork):
     with ``z_in = ⟨(u_i, v_i), x_n⟩`` and ``s_in = ⟨w_i, r_n⟩``,
 
         U_i = E_n[z_in² s_in],   ∇_{(u_i,v_i)} U_i = 2 E_n[z_in s_in x_n],   ∇_{w_i} U_i = E_n[z_in² r_n].
+
+    ``structured``: on the full dataset of a template (:func:`dataset`, recognized by comparing every row) the
+    engines take the structured population loss (module docstring; derived in :mod:`agf_lib.groups`), about
+    ``O(H²p)`` an evaluation instead of ``O(Hp³)`` and no ``(p², p)`` array, with ``True``; the dense closed
+    forms above (the reference) with ``False``; with ``None`` (default) the structured one for ``p² ≥``
+    :data:`agf_lib.groups.STRUCTURED_MIN_ROWS` (``p ≥ 45``). :meth:`structured_evaluation` returns the
+    structured loss, utilities and gradients.
     """
 
     kappa = 3
     neurons_share_inputs = True
+    k = 2
 
-    def __init__(self, p, H):
+    def __init__(self, p, H, *, structured=None):
         p = check_int(p, "p", 2)
         self.p = p
         self.num_neurons = check_int(H, "H")
         self.input_dim, self.output_dim, self.num_params = 2 * p, p, 3 * p
+        self.structured = _check_structured(structured)
+        self._group_table = np.add.outer(np.arange(p), np.arange(p)) % p
+
+    def _irreps(self):
+        """The irreps ``a ↦ e^{2πi am/p}`` of Z/p, ``m = 0, …, p − 1``, each of shape ``(p, 1, 1)``."""
+        phases = np.exp(2j * np.pi * np.outer(np.arange(self.p), np.arange(self.p)) / self.p)
+        return [phases[:, m, None, None] for m in range(self.p)]
 
     def neuron_outputs(self, theta, X):
         z = theta[:, : 2 * self.p] @ X.T

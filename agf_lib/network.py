@@ -365,6 +365,26 @@ class TwoLayerNetwork:
         outputs = self.chart_outputs(phi.reshape(T * H, P), X)
         return np.einsum("thnc,th->tnc", outputs.reshape(T, H, *outputs.shape[1:]), weights)
 
+    def structured_losses(self, X, y, phi, weights):
+        """The losses ``½ E‖y − Σ_i weights_i f_i(x; φ_i)‖²`` of a stack of snapshots computed without their
+        outputs, or None: the engines then evaluate :meth:`batched_weighted_output`. None by default; a network
+        that recognizes structured data overrides it (:class:`agf_lib.groups.CompositionNetwork` on the full
+        dataset of a template).
+
+        Parameters
+        ----------
+        X : (n, d) array
+        y : (n, c) array
+        phi : (T, H, P) array
+            Chart coordinates of each snapshot.
+        weights : (T, H) array
+
+        Returns
+        -------
+        (T,) array or None
+        """
+        return None
+
     def check_theta(self, theta, *, name="theta"):
         """Validate parameters and return them as a float64 array of shape ``(H, P)``.
 
