@@ -137,7 +137,7 @@ __all__ = [
     "CompositionNetwork", "initial_theta", "utility", "class_utilities", "max_utility",
     "utility_maximizer", "class_neurons", "least_squares_fit", "learning_order", "Piece", "pieces",
     "piece_outputs", "piece_fractions", "learning_steps", "levels", "agf_staircase", "limit_staircase",
-    "output_power",
+    "output_power", "STRUCTURED_MIN_ROWS",
 ]
 
 _TOL = 1e-9              # tolerance for user-supplied tables and irreps (the library's own hold to ~1e-15)
@@ -867,6 +867,7 @@ class _StructuredLoss:
             self.B1, self.B2 = B1, B2
             self.B12 = np.concatenate([B1, B2]).T                          # U² in B_1 (for Σ U U'²) and in B_2
             self.B21 = B2 @ B1.T
+            self.B21_stack = np.concatenate([B2, B1])                      # expands (U² | U) coordinates
             self.ones1 = B1.sum(1)                                         # the constant function in B_1
             F = self.transform
             self.forward1 = [B1 @ M for M in F.forward_maps]               # from B_1 coordinates
@@ -901,43 +902,28 @@ class _StructuredLoss:
         """The ``B_1`` coordinates of the inverse transform."""
         return sum((b.reshape(*b.shape[:-3], -1) @ M).real for b, M in zip(blocks, self.inverse1))
 
-    def _slot2(self, K, C, U, C21, C2, s_other, s2_other, m11_other, m12_other):
-        """``B_1`` coordinates of ``Q_i(g) = Σ_i' K_ii' Σ_h (U_i(g) + V_i(h)) (U_i'(g) + V_i'(h))²`` (``k = 2``; ``U``
-        this slot's function, coordinates ``C`` in ``B_1``, ``C21`` and ``C2`` of ``U²`` in ``B_1`` and ``B_2``;
-        ``s_other``, ``s2_other``: ``Σ_h V_i``, ``Σ_h V_i²``; ``m11_other``, ``m12_other``: ``Σ_h V_i V_i'``,
-        ``Σ_h V_i V_i'²``)."""
-        N = self.N
-        KC = K @ np.concatenate([C2, s_other[:, None] * C], axis=1)          # K U², K (ΣV ⊙ U)
-        KU2 = KC[:, : self.s]
-        X1 = np.concatenate([N * KU2, 2.0 * KC[:, self.s :]], axis=1) @ np.concatenate([self.B2, self.B1])
-        X1 += (K @ s2_other)[:, None]
-        return ((U * X1) @ self.B1.T + s_other[:, None] * (KU2 @ self.B21) + 2.0 * ((K * m11_other) @ C)
-                + (K * m12_other).sum(1)[:, None] * self.ones1)
-
     def _evaluate2(self, theta, weights, gradient):
-        """:meth:`evaluate` for ``k = 2``, its sums written out (module docstring)."""
-        N, n, H = self.N, self.n, theta.shape[0]
-        coords = (theta.reshape(3 * H, N) @ self.S_reduced).reshape(H, 3, self.r)
-        Cu, Cv, Cw = coords[:, 0], coords[:, 1], coords[:, 2]
-        UV = coords[:, :2] @ self.B1                                         # (H, 2, N)
-        U, V = UV[:, 0], UV[:, 1]
+        """:meth:`evaluate` for ``k = 2``, its sums written out (module docstring), the two slots side by side
+        (index 0: ``U``, 1: ``V``)."""
+        N, n, H, r, s = self.N, self.n, theta.shape[0], self.r, self.s
+        coords = (theta.reshape(3 * H, N) @ self.S_reduced).reshape(H, 3, r)
+        C = coords[:, :2].transpose(1, 0, 2)                                # (2, H, r): U and V in B_1
+        Cw = coords[:, 2]
+        UV = C @ self.B1                                                     # (2, H, N)
         squares = UV * UV
-        proj = squares @ self.B12                                            # (H, 2, r + s)
-        C21u, C21v = proj[:, 0, : self.r], proj[:, 1, : self.r]
-        C2u, C2v = proj[:, 0, self.r :], proj[:, 1, self.r :]
-        su, sv = UV.sum(2).T
-        su2, sv2 = squares.sum(2).T
-        sW = Cw @ self.ones1
-        mu11, mv11 = Cu @ Cu.T, Cv @ Cv.T                                   # Σ_g U_i U_i', ...
-        mu12, mv12 = Cu @ C21u.T, Cv @ C21v.T                               # Σ_g U_i U_i'², ...
-        mu22, mv22 = C2u @ C2u.T, C2v @ C2v.T
-        A = mu12 * sv[:, None] + su[:, None] * mv12
+        proj = squares @ self.B12                                            # U², V² in B_1 and in B_2
+        C21, C2 = proj[..., :r], proj[..., r:]
+        sums, sums2 = UV.sum(2), squares.sum(2)                              # (2, H): Σ_g U_i, Σ_g U_i², ...
+        m11 = C @ C.transpose(0, 2, 1)                                       # Σ_g U_i U_i', Σ_h V_i V_i'
+        m12 = C @ C21.transpose(0, 2, 1)                                     # Σ_g U_i U_i'², ...
+        m22 = C2 @ C2.transpose(0, 2, 1)
+        (su, sv), (su2, sv2) = sums, sums2
+        A = m12[0] * sv[:, None] + su[:, None] * m12[1]
         O = np.outer(su2, sv2)
-        E = N * (mu22 + mv22) + 4.0 * (mu11 * mv11) + 2.0 * (A + A.T) + O + O.T   # Σ_t z_i² z_i'²
-        hats = self._forward1(coords)                                        # Û, V̂, Ŵ on the support
+        E = N * (m22[0] + m22[1]) + 4.0 * (m11[0] * m11[1]) + 2.0 * (A + A.T) + O + O.T   # Σ_t z_i² z_i'²
         F = self.transform
-        Uh, Vh, Wh = ([b[:, l] for b in hats] for l in range(3))
-        D = (su2 + sv2)[:, None] * self.ones1 + 2.0 * self._inverse1(F.product(Vh, Uh))   # Σ_{g_1 g_2 = h} z², in B_1
+        Uh, Vh, Wh = ([b[:, l] for b in self._forward1(coords)] for l in range(3))   # on the support of x̂
+        D = (su2 + sv2)[:, None] * self.ones1 + 2.0 * self._inverse1(F.product(Vh, Uh))   # Σ_{gh = f} z², in B_1
         T = np.einsum("ir,ir->i", D, Cw)
         w = theta[:, 2 * N :]
         G = w @ w.T
@@ -947,13 +933,24 @@ class _StructuredLoss:
         if not gradient:
             return loss, utilities, None
         K = G * weights[None, :]
-        rows = np.empty((H, 3, self.r))
-        Bu = Cu * sW[:, None] + self._inverse1(F.product(F.adjoint(Vh), Wh))       # Σ_h z_i(g, h) W_i(gh)
-        Bv = Cv * sW[:, None] + self._inverse1(F.product(Wh, F.adjoint(Uh)))       # Σ_g z_i(g, h) W_i(gh)
-        rows[:, 0] = (2.0 / n) * (Bu - self._slot2(K, Cu, U, C21u, C2u, sv, sv2, mv11, mv12))
-        rows[:, 1] = (2.0 / n) * (Bv - self._slot2(K, Cv, V, C21v, C2v, su, su2, mu11, mu12))
+        # B: Σ_h z_i(g, h) W_i(gh) and Σ_g z_i(g, h) W_i(gh), in B_1
+        sW = Cw @ self.ones1
+        B = C * sW[:, None] + np.stack([self._inverse1(F.product(F.adjoint(Vh), Wh)),
+                                        self._inverse1(F.product(Wh, F.adjoint(Uh)))])
+        # Q_i(g) = Σ_i' K_ii' Σ_h (U_i(g) + V_i(h)) (U_i'(g) + V_i'(h))² and its mirror, in B_1
+        other, other2 = sums[::-1], sums2[::-1]
+        KC = (K @ np.concatenate([C2[0], other[0][:, None] * C[0], C2[1], other[1][:, None] * C[1]], axis=1))
+        KC = KC.reshape(H, 2, s + r).transpose(1, 0, 2)                    # (2, H, s + r): K U², K (ΣV ⊙ U)
+        KU2 = KC[..., :s]
+        X1 = np.concatenate([N * KU2, 2.0 * KC[..., s:]], axis=2) @ self.B21_stack
+        X1 += (K @ other2.T).T[..., None]
+        Q = ((UV * X1) @ self.B1.T + other[..., None] * (KU2 @ self.B21)
+             + 2.0 * np.stack([(K * m11[1]) @ C[0], (K * m11[0]) @ C[1]])
+             + np.stack([(K * m12[1]).sum(1), (K * m12[0]).sum(1)])[..., None] * self.ones1)
+        rows = np.empty((H, 3, r))
+        rows[:, :2] = ((2.0 / n) * (B - Q)).transpose(1, 0, 2)
         rows[:, 2] = D / n
-        grad = (rows.reshape(3 * H, self.r) @ self.S_back).reshape(H, 3 * N)
+        grad = (rows.reshape(3 * H, r) @ self.S_back).reshape(H, 3 * N)
         grad[:, 2 * N :] -= (E * (weights / n)[None, :]) @ w
         return loss, utilities, grad
 
