@@ -23,7 +23,9 @@ Neurons start dormant. Each iteration has two steps.
   that has not converged by ``max_cost_time`` raises :class:`CostStepError`. For a network with a
   ``sign_preserving_chart`` (the diagonal network) the step integrates the logarithms of the chart
   coordinates, in which the flow's conserved quantities are linear and kept exactly, and ends with
-  Newton's method as soon as it converges onto a stable critical point nearby.
+  Newton's method as soon as it converges onto a stable critical point nearby. With
+  ``cost_horizon="next_activation"`` a step whose gradient falls only like a power of time also ends
+  once the next dormant neuron would have activated against the current residual.
 
 Time runs during utility maximization only. The loop ends when no dormant neuron can gain utility
 (every dormant neuron stationary on the sphere with nonpositive utility), after ``max_jumps`` jumps,
@@ -328,7 +330,7 @@ _NEWTON_STEPS = 12         # at most, in one try of a cost step's polish
 
 
 def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method, rtol, atol, cost_tol,
-                max_cost_time, jump_time):
+                max_cost_time, jump_time, next_activation=None):
     """Gradient flow of the active neurons ``index`` to convergence.
 
     The gradient and the loss are checked at times growing geometrically, on the solver's interpolant at
@@ -339,6 +341,11 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
     returned to dormancy, with their direction at their last inward crossing of the unit sphere (where
     ``ℓ = 0``). Raises :class:`CostStepError` when the gradient has not fallen by ``cost_tol`` within
     ``max_cost_time``.
+
+    ``next_activation(index, dirs, logn, budget)``, if given, is the time the utility phase would take, from
+    the active neurons' state at a check, to its next activation, or ``inf`` if none comes within ``budget``
+    (the check's time). A check at cost time ``T`` at which that wait is at most ``T`` ends the step: gradient
+    flow gives the active neurons no longer than that before the next neuron joins them.
     """
     returned = {}
     g0, start_loss, elapsed = None, None, 0.0
@@ -361,7 +368,7 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
         check = min(elapsed + 1.0 / max(speed, 1e-300), 2.0 * elapsed if elapsed else math.inf, max_cost_time)
         solver = _solver(method, coords, state, math.inf, *coords.tolerances(rtol), speed if log_chart else None)
         crossings, vanished = {}, False
-        previous_loss = field.loss(dirs, logn, index)
+        previous_loss, previous_size = field.loss(dirs, logn, index), None
         if start_loss is None:
             start_loss = previous_loss
         after = coords.log_norms(state)
@@ -396,7 +403,15 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
                     if (polished := coords.polish(at_check, cost_tol * g0, log_dormancy)) is not None:
                         return (index, *coords.split(polished), returned)
                     declined = size
-                previous_loss = loss
+                # An infimum: the gradient fell over the last doubling of time, but by less than a factor 4
+                # (no faster than 1/t²; near a minimum the fall is exponential and soon much larger). Such a
+                # step ends at the first check by which the next dormant neuron, against the residual at that
+                # check, would have activated.
+                if (next_activation is not None and previous_size is not None
+                        and 0.25 * previous_size < size < previous_size
+                        and next_activation(index, *coords.split(at_check), check) <= check):
+                    return (index, *coords.split(at_check), returned)
+                previous_loss, previous_size = loss, size
                 check = min(2.0 * check, max_cost_time)
             if elapsed + solver.t > max_cost_time:
                 raise CostStepError(
@@ -416,7 +431,8 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
 def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf, max_jumps=None,
                               method="DOP853", cost_method="LSODA", rtol=1e-10, atol=1e-12, cost_rtol=1e-5,
                               adaptive_rate=False, dormancy_threshold=None, cost_tol=1e-9, utility_tol=1e-8,
-                              max_cost_time=1e6, check_rounding=None, _perturbed=False):
+                              max_cost_time=1e6, cost_horizon=None, check_rounding=None,
+                              _perturbed=False):
     """Numerical AGF (the paper's Algorithm 1) from ``theta0``, in GF time ``t``.
 
     Parameters
@@ -463,6 +479,16 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
         and positive.
     max_cost_time : float, default 1e6
         Longest GF time allowed for one cost minimization; finite and positive.
+    cost_horizon : {None, "next_activation"}, default None
+        ``"next_activation"``: a cost step whose gradient falls like a power of time (over a doubling of time
+        by less than a factor 4: a loss approaching an infimum that no finite weights attain) also ends at
+        the first check by which the next dormant neuron, utility phase run against the residual there,
+        would have activated. Gradient flow gives the active neurons no more time than that before the
+        next neuron joins them, and the end no longer depends on ``cost_tol``; it lets modular addition
+        with incomplete groups (chapter 06, even p = 20) finish where the two rules alone exceed
+        ``max_cost_time``. ``None``: the gradient and loss rules only. Not the default: a slowly
+        converging step that looks power-like early (chapter 04's non-commuting linear network, attention
+        at α = 1e-3) would be cut before its minimum.
     check_rounding : bool or None, default None
         Rerun with every direction perturbed at float64's rounding (4ε per component and evaluation, as
         the rounding check of :func:`agf_lib.gradient_flow` does) and compare the jumps; warn
@@ -523,6 +549,8 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     rtol, atol = check_positive(rtol, "rtol"), check_positive(atol, "atol")
     cost_tol, utility_tol = check_fraction(cost_tol, "cost_tol"), check_positive(utility_tol, "utility_tol")
     max_cost_time = check_positive(max_cost_time, "max_cost_time")
+    if cost_horizon is not None and not (isinstance(cost_horizon, str) and cost_horizon == "next_activation"):
+        raise ValueError(f"cost_horizon must be 'next_activation' or None, got {cost_horizon!r}")
     adaptive_rate = check_bool(adaptive_rate, "adaptive_rate")
     t_end = check_positive(t_end, "t_end", finite=False)
     dirs, logn = to_polar(network.to_chart(theta0))
@@ -585,11 +613,26 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
             active[i] = True
             activation_dirs[i] = dirs[i].copy()
 
-            members = np.nonzero(active)[0]
+            members, waiting = np.nonzero(active)[0], np.nonzero(~active)[0]
+
+            def next_activation(index, d_act, l_act, budget):
+                # the utility phase from the active neurons' state at a check, over at most budget; the dormant
+                # neurons at their state at the jump (those that leave during this step are not counted)
+                if not waiting.size:
+                    return math.inf
+                residual = y - field.outputs(d_act, l_act, index)
+                if network.quadratic_utility:
+                    wait = _quadratic_utility_phase(field, residual, waiting, dirs[waiting], logn[waiting], budget,
+                                                    utility_tol, grad_scale)[0]
+                else:
+                    wait = _utility_phase(field, residual, waiting, dirs[waiting], logn[waiting], budget, method, rtol,
+                                          atol, utility_tol, grad_scale)[0]
+                return math.inf if wait is None else wait
+
             kept, d_act, l_act, returned = _cost_phase(field, members, dirs[members], logn[members], activation_dirs,
                                                        log_dormancy, cost_method, cost_rtol, atol, cost_tol,
-                                                       max_cost_time,
-                                                       t)
+                                                       max_cost_time, t,
+                                                       next_activation if cost_horizon else None)
             dirs[kept], logn[kept] = d_act, l_act
             for k, direction in returned.items():
                 dirs[k], logn[k], active[k] = direction, 0.0, False
@@ -607,7 +650,7 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
             network, data, theta0, eta=eta, t_end=t_end, max_jumps=max_jumps, method=method,
             cost_method=cost_method, rtol=rtol, atol=atol, cost_rtol=cost_rtol, adaptive_rate=adaptive_rate,
             dormancy_threshold=dormancy_threshold, cost_tol=cost_tol, utility_tol=utility_tol,
-            max_cost_time=max_cost_time, check_rounding=False, _perturbed=True)
+            max_cost_time=max_cost_time, cost_horizon=cost_horizon, check_rounding=False, _perturbed=True)
         evaluations += rerun.evaluations
         rounding = _rounding_of_jumps(np.array(times), np.array(losses), order, rerun)
     return Staircase(np.array(times), np.array(losses), order, states=states, active=active_sets,

@@ -352,3 +352,59 @@ def test_a_run_past_the_last_real_jump_ends_or_raises_and_never_steps_in_place()
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+def _papers_modular_setup():
+    """The paper's modular-addition notebook: p = 20, coefficients 10, 5, 2.5 at frequencies 1, 3, 5 (the
+    template is their inverse DFT), H = 18, initial norm √2·10⁻² (its init_scale 10⁻² in the book's
+    parameterization); the seed is this library's."""
+    p = 20
+    spectrum = np.zeros(p, dtype=complex)
+    spectrum[[1, -1, 3, -3, 5, -5]] = [10, 10, 5, 5, 2.5, 2.5]
+    x = np.fft.ifft(spectrum).real
+    network = modular.QuadraticModularNetwork(p, 18)
+    return x, network, modular.dataset(x), network.initial_theta(alpha=math.sqrt(2) * 1e-2, seed=0)
+
+
+def test_papers_modular_setup_exceeds_max_cost_time_without_the_activation_horizon():
+    """Two neurons at frequency 1 approach an infimum: their gradient falls like 1/t (1.7e-8 of its initial
+    size at t = 1e6, measured), and neither rule ends the step by default."""
+    _, network, data, theta0 = _papers_modular_setup()
+    with pytest.raises(agf_module.CostStepError, match=r"did not converge within max_cost_time = 1e\+06"):
+        alternating_gradient_flow(network, data, theta0, max_jumps=2)
+
+
+@pytest.mark.parametrize("cost_tol", [1e-9, 1e-12])
+def test_activation_horizon_ends_the_papers_modular_cost_steps_whatever_cost_tol(cost_tol):
+    """With cost_horizon="next_activation" the same run finishes, its first three neurons learn the dominant
+    frequency (Theorem F.3: k = 1, the largest |x̂[k]|), and the steps that end at the horizon do not depend on
+    cost_tol: both tolerances give the same jumps."""
+    x, network, data, theta0 = _papers_modular_setup()
+    run = alternating_gradient_flow(network, data, theta0, max_jumps=3, cost_horizon="next_activation",
+                                    cost_tol=cost_tol)
+    assert run.num_jumps == 3
+    theta = run.states[-1].copy()
+    theta[np.setdiff1d(np.arange(18), run.active[-1])] = 0.0       # the function of the active neurons
+    power = modular.output_power(network, theta, data[0])
+    assert power[1] > 0.99 * power.sum()
+    assert np.all(np.diff(run.losses) < 0) and run.losses[-1] > modular.levels(x)[1]
+    reference = alternating_gradient_flow(network, data, theta0, max_jumps=3, cost_horizon="next_activation")
+    np.testing.assert_allclose(run.times, reference.times, rtol=1e-12)
+    np.testing.assert_allclose(run.losses, reference.losses, rtol=1e-12)
+
+
+@pytest.mark.parametrize("problem", ["regression_problem", "three_coordinate_problem"])
+def test_activation_horizon_leaves_cost_steps_that_converge_alone(problem, request):
+    """Steps that converge onto a minimum exponentially are not cut: the closed-form diagonal AGF is matched
+    as without the horizon."""
+    X, y = request.getfixturevalue(problem)
+    exact = diagonal.agf_staircase(X, y, alpha=1e-6)
+    staircase = generic_diagonal_agf(X, y, 1e-6, cost_horizon="next_activation")
+    assert staircase.order == exact.order
+    np.testing.assert_allclose(staircase.times, exact.times, rtol=1e-6)
+    np.testing.assert_allclose(staircase.losses, exact.losses, rtol=1e-10)
+
+
+@pytest.mark.parametrize("value", ["next", 1, True])
+def test_cost_horizon_refuses_anything_but_next_activation_or_none(value, regression_problem):
+    with pytest.raises(ValueError, match="cost_horizon must be 'next_activation' or None"):
+        generic_diagonal_agf(*regression_problem, 1e-6, cost_horizon=value)
