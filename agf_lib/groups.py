@@ -106,7 +106,12 @@ products of it for ``U^a`` (numerical ranks at :func:`numpy.linalg.matrix_rank`'
 then costs ``O(H²|G|)`` (``G`` and the ``w``-gradient), ``O(H² r)`` for the moments over spaces of dimension
 ``r ≤ |G|`` and ``O(H|G| r)`` for the functions, and holds ``O(H² + H|G|)`` numbers, against ``O(kH|G|^{k+1})``
 operations and ``(H, |G|^k)`` arrays for the dense closed forms. For ``k = 2`` the sums are written out by
-hand. The networks recognize the dataset by comparing it, row by row, with the one its first rows' template
+hand, and where the template's span is small the ``H × H`` matrices are not formed at all: ``z_i²`` has
+coordinates ``Z_i`` on the ``D = 2 dim B_2 + (dim B_1)²`` functions ``B_2(a)``, ``B_1(a)B_1(b)``, ``B_2(b)`` of the
+pair (Gram matrix ``Γ``), so ``E_ii' = Z_i Γ Z_i'ᵀ``, the output is ``Σ_d φ_d M_d`` with ``M = Zᵀ diag(c) w``,
+every sum over ``i'`` above is a product with ``M`` (``Σ_i' c_i' E_ii' w_i' = Z_i Γ M``) and ``Q_i(g) =
+Σ_h z_i(g, h) ⟨w_i, f(g, h)⟩``: ``O(H D |G|)``, taken when ``3D < 2H`` (modular addition with three
+frequencies: ``D = 2·11 + 36`` at ``p = 47``). The networks recognize the dataset by comparing it, row by row, with the one its first rows' template
 generates (anything else, a subset or a permutation of the rows, noisy targets, is evaluated densely), and
 ``structured`` chooses (:class:`CompositionNetwork`). ``tests/test_structured.py`` checks the structured
 evaluation against the dense one to 1e-12; ``benchmarks/bench_scale.py`` measures the speed.
@@ -868,6 +873,14 @@ class _StructuredLoss:
             self.B12 = np.concatenate([B1, B2]).T                          # U² in B_1 (for Σ U U'²) and in B_2
             self.B21 = B2 @ B1.T
             self.B21_stack = np.concatenate([B2, B1])                      # expands (U² | U) coordinates
+            # the functions z² span on pairs: B_2(a), B_1(a) B_1(b), B_2(b), and their Gram matrix
+            r, s, sigma, tau = self.r, self.s, B1.sum(1), B2.sum(1)
+            self.tau = tau
+            AX = np.einsum("mp,q->mpq", self.B21, sigma).reshape(s, r * r)
+            XB = np.einsum("p,mq->pqm", sigma, self.B21).reshape(r * r, s)
+            self.pair_gram = np.block([[N * np.eye(s), AX, np.outer(tau, tau)],
+                                       [AX.T, np.eye(r * r), XB],
+                                       [np.outer(tau, tau), XB.T, N * np.eye(s)]])
             self.ones1 = B1.sum(1)                                         # the constant function in B_1
             F = self.transform
             self.forward1 = [B1 @ M for M in F.forward_maps]               # from B_1 coordinates
@@ -914,18 +927,20 @@ class _StructuredLoss:
         proj = squares @ self.B12                                            # U², V² in B_1 and in B_2
         C21, C2 = proj[..., :r], proj[..., r:]
         sums, sums2 = UV.sum(2), squares.sum(2)                              # (2, H): Σ_g U_i, Σ_g U_i², ...
-        m11 = C @ C.transpose(0, 2, 1)                                       # Σ_g U_i U_i', Σ_h V_i V_i'
-        m12 = C @ C21.transpose(0, 2, 1)                                     # Σ_g U_i U_i'², ...
-        m22 = C2 @ C2.transpose(0, 2, 1)
         (su, sv), (su2, sv2) = sums, sums2
-        A = m12[0] * sv[:, None] + su[:, None] * m12[1]
-        O = np.outer(su2, sv2)
-        E = N * (m22[0] + m22[1]) + 4.0 * (m11[0] * m11[1]) + 2.0 * (A + A.T) + O + O.T   # Σ_t z_i² z_i'²
         F = self.transform
         Uh, Vh, Wh = ([b[:, l] for b in self._forward1(coords)] for l in range(3))   # on the support of x̂
         D = (su2 + sv2)[:, None] * self.ones1 + 2.0 * self._inverse1(F.product(Vh, Uh))   # Σ_{gh = f} z², in B_1
         T = np.einsum("ir,ir->i", D, Cw)
         w = theta[:, 2 * N :]
+        if 3 * self.pair_gram.shape[0] < 2 * H:
+            return self._outputs2(C, C2, UV, sums, D, T, w, Uh, Vh, Wh, Cw, weights, gradient)
+        m11 = C @ C.transpose(0, 2, 1)                                       # Σ_g U_i U_i', Σ_h V_i V_i'
+        m12 = C @ C21.transpose(0, 2, 1)                                     # Σ_g U_i U_i'², ...
+        m22 = C2 @ C2.transpose(0, 2, 1)
+        A = m12[0] * sv[:, None] + su[:, None] * m12[1]
+        O = np.outer(su2, sv2)
+        E = N * (m22[0] + m22[1]) + 4.0 * (m11[0] * m11[1]) + 2.0 * (A + A.T) + O + O.T   # Σ_t z_i² z_i'²
         G = w @ w.T
         GE = G * E
         loss = self.half_norm2 + (0.5 * (weights @ GE @ weights) - weights @ T) / n
@@ -952,6 +967,43 @@ class _StructuredLoss:
         rows[:, 2] = D / n
         grad = (rows.reshape(3 * H, r) @ self.S_back).reshape(H, 3 * N)
         grad[:, 2 * N :] -= (E * (weights / n)[None, :]) @ w
+        return loss, utilities, grad
+
+    def _outputs2(self, C, C2, UV, sums, D, T, w, Uh, Vh, Wh, Cw, weights, gradient):
+        """:meth:`_evaluate2` through the network's output instead of ``H × H`` Gram matrices, when the template's
+        span is small: ``z_i²`` has coordinates ``Z_i`` on the functions ``B_2(a)``, ``B_1(a)B_1(b)``, ``B_2(b)``
+        of the pair (Gram matrix ``Γ``), the output is ``f = Σ_d φ_d M_d`` with ``M = Zᵀ diag(c) w``, and
+        ``Σ_i' c_i' E_ii' w_i' = Z_i Γ M``, ``Σ_i' c_i' G_ii' E_ii' = ⟨w_i, Z_i Γ M⟩``, ``Σ_t ‖f_t‖² = tr(MᵀΓM)``,
+        ``Q_i(g) = Σ_h z_i(g, h) ⟨w_i, f(g, h)⟩``: ``O(H D |G|)`` with ``D = 2 dim B_2 + (dim B_1)²``."""
+        N, n, H, r, s = self.N, self.n, w.shape[0], self.r, self.s
+        (Cu, Cv), (C2u, C2v), (U, V), (su, sv) = C, C2, UV, sums
+        Z = np.concatenate([C2u, 2.0 * (Cu[:, :, None] * Cv[:, None, :]).reshape(H, r * r), C2v], axis=1)
+        M = Z.T @ (weights[:, None] * w)                                     # (D, N)
+        GM = self.pair_gram @ M
+        ZGM = Z @ GM                                                         # Σ_i' c_i' E_ii' w_i'
+        loss = self.half_norm2 + (0.5 * np.einsum("dn,dn->", M, GM) - weights @ T) / n
+        utilities = (T - np.einsum("in,in->i", ZGM, w)) / n
+        if not gradient:
+            return loss, utilities, None
+        F = self.transform
+        sW = Cw @ self.ones1
+        B = C * sW[:, None] + np.stack([self._inverse1(F.product(F.adjoint(Vh), Wh)),
+                                        self._inverse1(F.product(Wh, F.adjoint(Uh)))])
+        P = w @ M.T                                                          # ⟨w_i, M_d⟩
+        PA, PX, PB = P[:, :s], P[:, s : s + r * r].reshape(H, r, r), P[:, s + r * r :]
+        sigma, tau = self.ones1, self.tau
+        Cu21, Cv21 = Cu @ self.B21.T, Cv @ self.B21.T                        # ⟨U_i, B_2⟩, ⟨V_i, B_2⟩
+        a1, b1 = PA @ self.B2, PB @ self.B2
+        Xs_u, Xs_v = np.einsum("ipq,q->ip", PX, sigma), np.einsum("ipq,p->iq", PX, sigma)
+        Qu = (a1 * (N * U + sv[:, None]) + (Xs_u @ self.B1 + (PB @ tau)[:, None]) * U) @ self.B1.T \
+            + np.einsum("ipq,iq->ip", PX, Cv) + np.einsum("im,im->i", PB, Cv21)[:, None] * self.ones1
+        Qv = (b1 * (N * V + su[:, None]) + (Xs_v @ self.B1 + (PA @ tau)[:, None]) * V) @ self.B1.T \
+            + np.einsum("ipq,ip->iq", PX, Cu) + np.einsum("im,im->i", PA, Cu21)[:, None] * self.ones1
+        rows = np.empty((H, 3, r))
+        rows[:, :2] = ((2.0 / n) * (B - np.stack([Qu, Qv]))).transpose(1, 0, 2)
+        rows[:, 2] = D / n
+        grad = (rows.reshape(3 * H, r) @ self.S_back).reshape(H, 3 * N)
+        grad[:, 2 * N :] -= ZGM / n
         return loss, utilities, grad
 
     def evaluate(self, theta, weights, *, gradient=True):

@@ -46,7 +46,7 @@ def dense_reference(network, theta, X, y, weights):
     assert network.structured is False
     residual = y - network.weighted_output(theta, X, weights)
     utilities, gradients = network.utility_gradient(theta, X, residual)
-    assert np.allclose(utilities, utility(network, theta, X, residual), rtol=1e-13, atol=0)
+    assert_relative(utilities, utility(network, theta, X, residual), 1e-13)
     return 0.5 * float((residual**2).sum()) / X.shape[0], utilities, gradients
 
 
@@ -101,6 +101,31 @@ def test_modular_network_structured_equals_dense(p, template):
     stack = np.stack([theta, 0.5 * theta]), np.stack([weights, weights[::-1]])
     losses = network.structured_losses(X, y, *stack)
     assert_relative(losses, [dense_reference(dense, t, X, y, w)[0] for t, w in zip(*stack)])
+
+
+@pytest.mark.parametrize("case", ["Z23", "Z24", "D6"])
+def test_output_form_equals_the_dense_one(case):
+    """With many neurons on a template of small span (k = 2) the evaluation goes through the network's output
+    on the pair's functions instead of H × H Gram matrices (``3D < 2H``): the same numbers."""
+    rng = np.random.default_rng(5)
+    if case == "D6":
+        G = groups.dihedral(6)
+        x = groups.class_component(rng.normal(size=12), G, [1, 3])
+    else:
+        p = int(case[1:])
+        G = groups.cyclic(p)
+        magnitudes = np.zeros(p // 2)
+        magnitudes[[1, p // 2 - 1]] = [1.0, 0.8]
+        x = dft.template(p, magnitudes, seed=0)
+    H = 60
+    X, y = groups.dataset(x, G)
+    structure = groups._structure_of(X, y, G.table, 2, G.irreps)
+    assert 3 * structure.pair_gram.shape[0] < 2 * H                     # the output form is the one taken
+    theta, weights = rng.normal(size=(H, 3 * G.order)), rng.uniform(0.2, 2.0, H)
+    structured = groups.CompositionNetwork(G, H).structured_evaluation(theta, X, y, weights)
+    dense = groups.CompositionNetwork(G, H, structured=False)
+    for value, reference in zip(structured, dense_reference(dense, theta, X, y, weights)):
+        assert_relative(value, reference)
 
 
 def test_structured_path_is_taken_only_on_the_full_dataset():
