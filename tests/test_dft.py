@@ -62,6 +62,21 @@ def test_template_has_the_prescribed_magnitudes_and_phases_and_is_centred(p):
     np.testing.assert_array_equal(dft.template(p, magnitudes, seed=4), dft.template(p, magnitudes, seed=4))
 
 
+@pytest.mark.parametrize("p", [2, 4, 10])
+def test_even_template_has_a_real_coefficient_at_p_half_with_the_sign_of_its_phase(p):
+    """For even p, x̂[p/2] = Σ_j (−1)^j x[j] (the explicit sum) is real: ± its magnitude, by the phase 0 or π."""
+    half = p // 2
+    magnitudes = np.linspace(1.0, 2.0, half)
+    for phase, sign in ((0.0, 1.0), (np.pi, -1.0)):
+        phases = np.concatenate([np.linspace(-1.0, 1.0, half - 1), [phase]])
+        x = dft.template(p, magnitudes, phases=phases)
+        assert abs(x.sum()) < 1e-12
+        np.testing.assert_allclose(x @ (-1.0) ** np.arange(p), sign * magnitudes[-1], rtol=1e-12)
+        np.testing.assert_allclose(np.abs(dft.dft(x)[1 : half + 1]), magnitudes, rtol=1e-12)
+    drawn = dft.dft(dft.template(p, magnitudes, seed=3))[half]     # a drawn phase is rounded to 0 or π
+    assert abs(drawn.imag) < 1e-12 and abs(abs(drawn.real) - magnitudes[-1]) < 1e-12
+
+
 def test_dominant_frequencies_sort_by_magnitude_skip_zeros_and_break_ties_low_first():
     x = dft.template(11, [0.5, 0.0, 2.0, 0.5, 1.0], seed=0)
     np.testing.assert_array_equal(dft.dominant_frequencies(x), [3, 5, 1, 4])
@@ -83,12 +98,14 @@ def test_relabel_moves_frequency_m_k_to_k_and_is_invertible(p, m):
         (lambda: dft.dft("abc"), TypeError, "^u must be an array of real numbers, got str"),
         (lambda: dft.dft(np.array([1.0, np.nan])), ValueError, "^u contains NaN or infinite values"),
         (lambda: dft.dft(np.array([1 + 1j, 2])), TypeError, "^u must hold real numbers, got dtype complex128"),
-        (lambda: dft.template(10, np.ones(4)), ValueError, "^p must be odd and at least 3, got 10"),
-        (lambda: dft.template(1, np.ones(1)), ValueError, "^p must be odd and at least 3, got 1"),
-        (lambda: dft.template(11, np.ones(4)), ValueError, r"^magnitudes must have \(p-1\)/2 = 5 entries"),
+        (lambda: dft.template(1, np.ones(1)), ValueError, "^p must be an integer >= 2, got 1"),
+        (lambda: dft.template(11, np.ones(4)), ValueError, "^magnitudes must have ⌊p/2⌋ = 5 entries"),
+        (lambda: dft.template(10, np.ones(4)), ValueError, "^magnitudes must have ⌊p/2⌋ = 5 entries"),
+        (lambda: dft.template(10, np.ones(5), phases=[0, 0, 0, 0, 1.0]), ValueError,
+         r"^phases\[4\] \(frequency p/2 = 5\) must be 0 or π"),
         (lambda: dft.template(11, -np.ones(5)), ValueError, "^magnitudes must be non-negative"),
         (lambda: dft.template(11, np.ones(5), phases=np.ones(3)), ValueError,
-         r"^phases must have \(p-1\)/2 = 5 entries, got shape \(3,\)"),
+         r"^phases must have ⌊p/2⌋ = 5 entries, got shape \(3,\)"),
         (lambda: dft.harmonic(0, 1), ValueError, "^p must be an integer >= 1, got 0"),
         (lambda: dft.harmonic(5, 1.5), TypeError, "^k must be an integer frequency, got float"),
         (lambda: dft.relabel(np.ones(9), 3), ValueError, r"^m must be a unit mod p = 9 \(gcd\(m, p\) = 1\), got 3"),
