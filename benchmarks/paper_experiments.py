@@ -216,7 +216,7 @@ def run_modular():
 def run_relu():
     X, Y = relu_setting()
     n, d = X.shape
-    out = {"relu_X": X}
+    out = {"relu_X_rows": X[:5], "relu_X_singular": np.linalg.svd(X, compute_uv=False)}
     wall = {}
     steps_per_epoch = math.ceil(n / 256)
     for H in (1, 2, 3):
