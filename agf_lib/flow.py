@@ -202,7 +202,7 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
         Show a progress bar (for runs longer than two seconds).
     check_rounding : bool or None, default None
         Whether to check that the result does not depend on float64 rounding (see *Resolution* below).
-        ``None``: check where the largest initial norm is below :data:`ROUNDING_CHECK_NORM` (1e-8).
+        ``None``: check where the largest initial norm is below ``ROUNDING_CHECK_NORM`` (1e-8).
 
     Returns
     -------
@@ -215,7 +215,7 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     -----
     PrecisionWarning
         If the rerun of the rounding check moves the loss by more than
-        :data:`ROUNDING_TOLERANCE` (1e-3) of its fall: past ``resolved_until`` the run depends on rounding.
+        ``ROUNDING_TOLERANCE`` (1e-3) of its fall: past ``resolved_until`` the run depends on rounding.
 
     Notes
     -----
@@ -228,7 +228,7 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     it as Monte Carlo arithmetic does: it reruns the flow with every direction component perturbed at
     each evaluation by ``4ε`` (ε = 2.2e-16) times a seeded standard normal, about the size of the
     rounding of a dot product, and compares the two losses on the same times. Where the result rests on
-    components well above the floor, the two agree to far below :data:`ROUNDING_TOLERANCE` (attention:
+    components well above the floor, the two agree to far below ``ROUNDING_TOLERANCE`` (attention:
     4e-12 of the fall at α = 1e-6, 8e-6 at 1e-12), and where it rests on rounding they do not (1e-2 at
     1e-15, 0.19 at 1e-24). The check doubles the cost of a run. The floor remains for every network
     integrated in polar coordinates; in a log chart (the diagonal network) every coordinate is a
@@ -300,7 +300,7 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
 def rounding_check(times, losses, rerun_losses, engine):
     """``rounding_error`` and ``resolved_until`` (see :class:`~agf_lib.results.Trajectory`) of a run whose
     rerun with perturbed directions gave ``rerun_losses`` at the same ``times``; warns if they differ by more
-    than :data:`ROUNDING_TOLERANCE` of the loss's fall."""
+    than ``ROUNDING_TOLERANCE`` of the loss's fall."""
     fall = float(losses.max() - losses.min())
     with np.errstate(invalid="ignore", divide="ignore"):
         moved = np.abs(np.asarray(rerun_losses) - losses) / max(fall, np.finfo(float).tiny)

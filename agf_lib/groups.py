@@ -1234,10 +1234,10 @@ class CompositionNetwork(_StructuredNetwork, TwoLayerNetwork):
     For ``cyclic(p)`` and ``k = 2`` it computes what :class:`agf_lib.modular.QuadraticModularNetwork` does.
 
     ``structured``: on the full dataset of a template (:func:`dataset`, recognized by comparing every row) the
-    engines (:meth:`gradient_function`, and the loss they sample) take the structured population loss of the
+    engines (``gradient_function``, and the loss they sample) take the structured population loss of the
     module docstring, which never forms an ``(|G|^k, |G|)`` array, with ``True``; the dense closed forms above
     (the reference) with ``False``; with ``None`` (default) the structured one from :data:`STRUCTURED_MIN_ROWS`
-    rows on. :meth:`structured_evaluation` returns the structured loss, utilities and gradients.
+    rows on. ``structured_evaluation`` returns the structured loss, utilities and gradients.
     """
 
     neurons_share_inputs = True           # every neuron sees the same k inputs

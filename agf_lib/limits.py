@@ -22,7 +22,7 @@ loss depends on float64 rounding (its ``resolved_until``, from the rounding chec
 :func:`agf_lib.gradient_flow`) contributes no jump past that time: the study refuses what lies below the
 resolution floor instead of extrapolating rounding.
 
-The runs are independent and go through :class:`joblib.Parallel`: ``n_jobs`` processes here, or a Dask
+The runs are independent and go through ``joblib.Parallel``: ``n_jobs`` processes here, or a Dask
 cluster through joblib's dask backend (``with joblib.parallel_config("dask"): limit_study(...)`` after
 starting a ``dask.distributed.Client``).
 """
@@ -170,10 +170,10 @@ def limit_study(run, alphas, reference, *, n_jobs=1):
     alphas : sequence of float
         Two or more distinct initialization scales in ``(0, 1)``; three or more give error bars.
     reference : Staircase
-        The staircase whose levels define the jumps (its midpoints, as :meth:`Staircase.compare` reads
+        The staircase whose levels define the jumps (its midpoints, as :meth:`~agf_lib.results.Staircase.compare` reads
         them), in a rescaled unit: ``t/log(1/α)`` or ``t·α^k``. Usually the closed form's α → 0 limit.
     n_jobs : int, default 1
-        Runs at once (:class:`joblib.Parallel`; ``-1``: one per core). The backend is joblib's current one,
+        Runs at once (``joblib.Parallel``; ``-1``: one per core). The backend is joblib's current one,
         so a ``joblib.parallel_config("dask")`` block sends the runs to a Dask cluster.
 
     Returns

@@ -115,7 +115,7 @@ class QuadraticModularNetwork(_StructuredNetwork, TwoLayerNetwork):
     engines take the structured population loss (module docstring; derived in :mod:`agf_lib.groups`), about
     ``O(H²p)`` an evaluation instead of ``O(Hp³)`` and no ``(p², p)`` array, with ``True``; the dense closed
     forms above (the reference) with ``False``; with ``None`` (default) the structured one for ``p² ≥``
-    :data:`agf_lib.groups.STRUCTURED_MIN_ROWS` (``p ≥ 45``). :meth:`structured_evaluation` returns the
+    :data:`agf_lib.groups.STRUCTURED_MIN_ROWS` (``p ≥ 45``). ``structured_evaluation`` returns the
     structured loss, utilities and gradients.
     """
 

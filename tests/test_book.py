@@ -531,6 +531,7 @@ REPR_PATTERNS = [
     (re.compile(r"\[\((\)|[-+\d'])|^\s*\(\s*[-+]?\d[\d.e+-]*,\s*[-+]?\d", re.MULTILINE), "a printed tuple"),
     (re.compile(r"\{\s*(['\"][^'\"]*['\"]|\d+):\s"), "a printed dict"),
     (re.compile(r"\b(inf|nan)\s*%|\b1 lines\b|\btook 0\.0 s\b"), "a number that reads wrong"),
+    (re.compile(r"\A\s*(['\"]).*\1\s*\Z", re.DOTALL), "a printed string (a cell's last call returned it)"),
 ]
 CELL_OUTPUT = re.compile(r'<div class="cell_output[^"]*">(.*?)</div>\s*</div>\s*</div>', re.DOTALL)
 
