@@ -17,6 +17,10 @@ homogeneous of degree κ = 3. In the frequency domain (DFT convention of :mod:`a
 - Section F.2 and the updated utility after it: enough neurons aligned with ``ξ`` fit the harmonic
   of ``y`` at ``±ξ`` exactly, lowering the loss by ``|x̂[ξ]|²/p``, and the utility of a new neuron
   is Lemma F.2 with the terms ``±ξ`` removed. Frequencies are learned in order of decreasing ``|x̂[ξ]|`` (Eq. 9).
+- Not in the paper: a group that has not yet cancelled its spurious modes pushes its neurons towards
+  ``3ξ mod p`` through the loss (not the utility). A frequency resonant in this way is learned a
+  fixed gradient-flow time after ``ξ``, not after a plateau of length ∝ log(1/α), and can overtake
+  larger coefficients at small α (chapter 06, "a resonant frequency").
 
 **Even p: the real frequency p/2** (not in the paper, whose proof of Theorem F.3 pairs ``k`` with ``−k``).
 Lemma F.2 holds for every ``p``. For even ``p`` the frequency ``h = p/2`` is its own conjugate:
@@ -25,7 +29,7 @@ Lemma F.2 holds for every ``p``. For even ``p`` the frequency ``h = p/2`` is its
 ``(2/p³) x̂[h]³ û[h] v̂[h] ŵ[h]``, and its share of ``‖θ‖²`` is ``(û[h]² + v̂[h]² + ŵ[h]²)/p`` (Plancherel: a
 pair ``±k`` has ``2(|û[k]|² + …)/p``). On the unit sphere with all mass at ``h``, ``û² + v̂² + ŵ² = p``, and
 ``|û v̂ ŵ|`` is largest at ``|û| = |v̂| = |ŵ| = √(p/3)`` (the arithmetic–geometric mean inequality), with the
-sign of ``û v̂ ŵ`` that of ``x̂[h]``. Hence
+sign of ``û v̂ ŵ`` that of ``x̂[h]``. Hence::
 
     Ū*_h = (2/p³) (p/3)^{3/2} |x̂[h]|³ = √(4/(27p³)) |x̂[h]|³,
 
@@ -41,10 +45,6 @@ One neuron aligned with ``h`` computes ``w z²`` with ``z = A x̂[h] (σ_u (−1
 ``z² = A² x̂[h]² (2 + 2σ_uσ_v (−1)^{a+b})``: its constant mode is as large as its target mode ``(−1)^{a+b}``,
 and it fits one half of the frequency (a pair's neuron fits one ninth); two neurons with opposite ``σ_uσ_v``
 cancel the constant mode and fit it exactly (:func:`harmonic_neurons`).
-- Not in the paper: a group that has not yet cancelled its spurious modes pushes its neurons towards
-  ``3ξ mod p`` through the loss (not the utility). A frequency resonant in this way is learned a
-  fixed gradient-flow time after ``ξ``, not after a plateau of length ∝ log(1/α), and can overtake
-  larger coefficients at small α (chapter 06, "a resonant frequency").
 
 **Research scale.** Over all ``p²`` pairs a neuron's pre-activation is ``U_i(a) + V_i(b)`` with ``U_i``, ``V_i``
 cross-correlations of ``u_i``, ``v_i`` with ``x``, so the population loss, the utilities and their gradients
