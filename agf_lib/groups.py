@@ -915,6 +915,14 @@ class _StructuredLoss:
         """The ``B_1`` coordinates of the inverse transform."""
         return sum((b.reshape(*b.shape[:-3], -1) @ M).real for b, M in zip(blocks, self.inverse1))
 
+    def _loss_and_utilities(self, w, E, T, weights, n):
+        """From the moments ``E_ii' = Σ_t z_i^k z_i'^k`` and ``T_i = Σ_t z_i^k ⟨w_i, y_t⟩``: the output Gram
+        ``G = w wᵀ``, the loss and the utilities at the residual (k = 2 and general k share them)."""
+        G = w @ w.T
+        GE = G * E
+        loss = self.half_norm2 + (0.5 * (weights @ GE @ weights) - weights @ T) / n
+        return G, loss, (T - GE @ weights) / n
+
     def _evaluate2(self, theta, weights, gradient):
         """:meth:`evaluate` for ``k = 2``, its sums written out (module docstring), the two slots side by side
         (index 0: ``U``, 1: ``V``)."""
@@ -941,10 +949,7 @@ class _StructuredLoss:
         A = m12[0] * sv[:, None] + su[:, None] * m12[1]
         O = np.outer(su2, sv2)
         E = N * (m22[0] + m22[1]) + 4.0 * (m11[0] * m11[1]) + 2.0 * (A + A.T) + O + O.T   # Σ_t z_i² z_i'²
-        G = w @ w.T
-        GE = G * E
-        loss = self.half_norm2 + (0.5 * (weights @ GE @ weights) - weights @ T) / n
-        utilities = (T - GE @ weights) / n
+        G, loss, utilities = self._loss_and_utilities(w, E, T, weights, n)
         if not gradient:
             return loss, utilities, None
         K = G * weights[None, :]
@@ -1071,10 +1076,7 @@ class _StructuredLoss:
                         for B in range(k + 1)]
         D = fact[k] * F.inverse(left[k][k])                                 # D_i(h) = Σ_{t: g_1⋯g_k = h} z_i^k
         T = np.einsum("ih,ih->i", D, W)
-        G = w @ w.T
-        GE = G * E
-        loss = self.half_norm2 + (0.5 * (weights @ GE @ weights) - weights @ T) / n
-        utilities = (T - GE @ weights) / n
+        G, loss, utilities = self._loss_and_utilities(w, E, T, weights, n)
         if not gradient:
             return loss, utilities, None
         K = G * (fact[k - 1] * fact[k] * weights)[None, :]
