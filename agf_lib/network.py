@@ -16,13 +16,18 @@ where ``r`` is the residual of the active neurons.
 
 from __future__ import annotations
 
+import abc
 import math
+import re
+from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
-from .validation import as_float_array, check_int, check_positive, real_array
+from .validation import as_float_array, check_bool, check_int, check_positive, real_array
 
-__all__ = ["TwoLayerNetwork", "FeedForwardNetwork", "as_data", "loss", "utility", "ACTIVATIONS"]
+__all__ = ["TwoLayerNetwork", "FeedForwardNetwork", "as_data", "loss", "utility", "ACTIVATIONS", "Activation",
+           "Power", "ReLU", "SmoothReLU", "power", "smooth_relu", "lifted_inputs"]
 
 
 def as_data(X, y):
@@ -505,24 +510,223 @@ def utility(network, theta, X, residual):
     return np.einsum("hnc,nc->h", network.neuron_outputs(theta, X), residual) / X.shape[0]
 
 
-# name -> (σ, σ', homogeneity degree of a σ(wᵀx) in θ = (w, a)); relu' is the subgradient 1[z > 0]
-ACTIVATIONS = {
-    "linear": (lambda z: z, np.ones_like, 2),
-    "relu": (lambda z: np.maximum(z, 0.0), lambda z: (z > 0).astype(float), 2),
-    "square": (lambda z: z * z, lambda z: 2.0 * z, 3),
-}
+# ---------------------------------------------------------------------------------------------
+# Activations: the neuron a·σ(w, x̃) of FeedForwardNetwork, one closed-form gradient for all of them
+
+
+def lifted_inputs(X, bias):
+    """Inputs ``x̃``: ``X`` itself, or with ``bias`` ``X`` with a column of ones appended (the bias input)."""
+    return np.concatenate([X, np.ones((X.shape[0], 1))], axis=1) if bias else X
+
+
+class Activation(abc.ABC):
+    """An activation of the neuron ``a σ(w, x̃)`` with ``θ = (w, a)``: its values and its gradient in ``w``.
+
+    An activation is evaluated on the weights ``w`` of shape ``(H, k)`` and the inputs ``x̃`` of shape
+    ``(n, k)`` rather than on ``z = wᵀx̃`` alone, because it may depend on ``w`` through more than ``z``
+    (the smoothed ReLU of :class:`SmoothReLU` depends on ``‖w‖`` too). It is positively homogeneous of
+    degree ``κ − 1`` in ``w``, so the neuron is homogeneous of degree ``κ`` in ``θ``. The gradient has
+    the form
+
+        ∇_w σ(w_i, x̃_n) = A_in x̃_n + B_in w_i,
+
+    with ``B = 0`` when σ depends on ``w`` through ``z`` only (then ``A_in = σ'(z_in)``).
+
+    The activations are frozen dataclasses, compared by value; :data:`ACTIVATIONS` names the
+    parameterless ones, :func:`power` and :func:`smooth_relu` build the families.
+    """
+
+    @property
+    @abc.abstractmethod
+    def name(self) -> str:
+        """The activation's name (``network.activation``)."""
+
+    @property
+    @abc.abstractmethod
+    def kappa(self) -> int:
+        """κ, the degree of homogeneity of ``a σ(w, x̃)`` in ``θ = (w, a)``."""
+
+    @abc.abstractmethod
+    def evaluate(self, w, Xt):
+        """Values and gradient coefficients.
+
+        Parameters
+        ----------
+        w : (H, k) array
+            Weights, one row per neuron.
+        Xt : (n, k) array
+            Inputs ``x̃``.
+
+        Returns
+        -------
+        values : (H, n) array
+            ``σ(w_i, x̃_n)``.
+        along_x : (H, n) array
+            ``A``, the coefficient of ``x̃_n`` in the gradient.
+        along_w : (H, n) array or None
+            ``B``, the coefficient of ``w_i``; None where it is zero.
+        """
+
+    def values(self, w, Xt):
+        """``σ(w_i, x̃_n)``, shape ``(H, n)``: the first output of :meth:`evaluate`, without the gradient."""
+        return self.evaluate(w, Xt)[0]
+
+
+@dataclass(frozen=True)
+class Power(Activation):
+    """``σ(z) = z^k`` for an integer ``k ≥ 1`` (κ = k + 1): ``"linear"`` for k = 1, ``"square"`` for k = 2,
+    ``"power<k>"`` otherwise. Build it with :func:`power`."""
+
+    k: int
+
+    def __post_init__(self):
+        check_int(self.k, "k")
+
+    @property
+    def name(self):
+        return {1: "linear", 2: "square"}.get(self.k, f"power{self.k}")
+
+    @property
+    def kappa(self):
+        return self.k + 1
+
+    def evaluate(self, w, Xt):
+        z = w @ Xt.T
+        if self.k == 1:
+            return z, np.ones_like(z), None
+        z_km1 = z                                  # z^(k−1) by products: exact for k = 2, as z·z below
+        for _ in range(self.k - 2):
+            z_km1 = z_km1 * z
+        return z_km1 * z, self.k * z_km1, None
+
+    def values(self, w, Xt):
+        z = w @ Xt.T
+        s = z
+        for _ in range(self.k - 1):
+            s = s * z
+        return s
+
+    def __repr__(self):
+        return f"power({self.k})"
+
+
+@dataclass(frozen=True)
+class ReLU(Activation):
+    """``σ(z) = max(z, 0)`` (κ = 2), with the subgradient ``σ'(z) = 1[z > 0]`` (``σ'(0) = 0``)."""
+
+    name = "relu"
+    kappa = 2
+
+    def evaluate(self, w, Xt):
+        z = w @ Xt.T
+        return np.maximum(z, 0.0), (z > 0).astype(float), None
+
+    def values(self, w, Xt):
+        return np.maximum(w @ Xt.T, 0.0)
+
+    def __repr__(self):
+        return "ReLU()"
+
+
+@dataclass(frozen=True)
+class SmoothReLU(Activation):
+    """The smoothed ReLU ``σ_ε(w, x̃) = ε‖w‖ softplus(wᵀx̃ / (ε‖w‖))`` (κ = 2), zero at ``w = 0``.
+
+    ``σ_ε`` is positively homogeneous of degree one in ``w`` and lies between ``relu(wᵀx̃)`` and
+    ``relu(wᵀx̃) + ε‖w‖ log 2``. With ``u = wᵀx̃/(ε‖w‖)`` and ``s = sigmoid(u)`` its gradient is
+    ``∇_w σ_ε = s x̃ + ε (softplus(u) − u s) w/‖w‖``. Build it with :func:`smooth_relu`.
+
+    Raises
+    ------
+    TypeError
+        If ``eps`` is not a real number.
+    ValueError
+        If ``eps`` is not in ``(0, 1]``.
+    """
+
+    eps: float
+    name = "smooth_relu"
+    kappa = 2
+
+    def __post_init__(self):
+        eps = self.eps
+        if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)):
+            raise TypeError(f"eps must be a real number, got {type(eps).__name__}")
+        eps = float(eps)
+        if not (math.isfinite(eps) and 0 < eps <= 1):
+            raise ValueError(f"eps must be in (0, 1], got {eps!r}")
+        object.__setattr__(self, "eps", eps)       # frozen: stored as a float
+
+    def _scaled(self, w, Xt):
+        norm = np.sqrt(np.einsum("hp,hp->h", w, w))
+        width = self.eps * np.maximum(norm, 1e-300)[:, None]        # ε‖w‖; a zero w outputs zero
+        u = (w @ Xt.T) / width
+        return norm, width, u, np.logaddexp(0.0, u)
+
+    def evaluate(self, w, Xt):
+        norm, width, u, soft = self._scaled(w, Xt)
+        s = 0.5 * (1.0 + np.tanh(0.5 * u))
+        along_w = self.eps * (soft - u * s) / np.maximum(norm, 1e-300)[:, None]
+        return width * soft * (norm > 0)[:, None], s, along_w
+
+    def values(self, w, Xt):
+        norm, width, _, soft = self._scaled(w, Xt)
+        return width * soft * (norm > 0)[:, None]
+
+    def __repr__(self):
+        return f"smooth_relu(eps={self.eps!r})"
+
+
+def power(k):
+    """The activation ``σ(z) = z^k`` (κ = k + 1), also spelled ``activation="power<k>"`` (``"power3"``);
+    ``power(1)`` is ``"linear"`` and ``power(2)`` is ``"square"``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``k`` is not an integer ``>= 1``.
+    """
+    return Power(k)
+
+
+def smooth_relu(eps=1e-4):
+    """The smoothed ReLU :class:`SmoothReLU` of width ``eps`` (κ = 2)."""
+    return SmoothReLU(eps)
+
+
+# The named activations; power(k) and smooth_relu(eps) build the families.
+ACTIVATIONS = MappingProxyType({"linear": Power(1), "relu": ReLU(), "square": Power(2)})
+
+
+def _activation(activation):
+    """The :class:`Activation` that ``activation`` (an Activation, a name of :data:`ACTIVATIONS`, or
+    ``"power<k>"``) names."""
+    if isinstance(activation, Activation):
+        return activation
+    if not isinstance(activation, str):
+        raise TypeError(f"activation must be a name or an Activation, got {type(activation).__name__}")
+    if activation in ACTIVATIONS:
+        return ACTIVATIONS[activation]
+    match = re.fullmatch(r"power([1-9][0-9]*)", activation)
+    if match:
+        return Power(int(match[1]))
+    raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r} (or 'power<k>' for "
+                     "an integer k >= 1, or an Activation: power(k), smooth_relu(eps))")
 
 
 class FeedForwardNetwork(TwoLayerNetwork):
-    """``f(x; Θ) = Σ_i a_i σ(w_iᵀx)``, the paper's two-layer network with ``g_i(x) = x``.
+    """``f(x; Θ) = Σ_i a_i σ(w_i, x̃)``, the paper's two-layer network with ``g_i(x) = x``.
 
-    Each row of ``theta`` is ``θ_i = (w_i, a_i)`` with ``w_i ∈ R^d`` then ``a_i ∈ R^c``
-    (``P = d + c``). With ``z_in = w_iᵀx_n`` and ``m_in = ⟨a_i, r_n⟩`` the utility and its gradient
-    are closed forms::
+    Each row of ``theta`` is ``θ_i = (w_i, a_i)`` with ``w_i ∈ R^k`` then ``a_i ∈ R^c`` (``P = k + c``),
+    where ``x̃ = x`` and ``k = d``, or with ``bias=True`` ``x̃ = (x, 1)`` and ``k = d + 1``: the bias is
+    ``w_i``'s last entry and multiplies a constant input, so the neuron keeps its degree κ. For most
+    activations ``σ(w, x̃) = σ(wᵀx̃)``. With the gradient of the activation written
+    ``∇_w σ(w_i, x̃_n) = A_in x̃_n + B_in w_i`` (:meth:`Activation.evaluate`) and ``m_in = ⟨a_i, r_n⟩``, the
+    utility and its gradient are closed forms::
 
-        U_i = E_n[σ(z_in) m_in]
-        ∇_{w_i} U_i = E_n[σ'(z_in) m_in x_n]
-        ∇_{a_i} U_i = E_n[σ(z_in) r_n]
+        U_i = E_n[σ(w_i, x̃_n) m_in]
+        ∇_{w_i} U_i = E_n[A_in m_in x̃_n] + E_n[B_in m_in] w_i
+        ∇_{a_i} U_i = E_n[σ(w_i, x̃_n) r_n]
 
     Parameters
     ----------
@@ -532,61 +736,86 @@ class FeedForwardNetwork(TwoLayerNetwork):
         Number of neurons.
     c : int, default 1
         Output dimension.
-    activation : str, default "linear"
-        ``"linear"`` (κ = 2), ``"relu"`` (κ = 2) or ``"square"`` (κ = 3).
+    activation : str or Activation, default "linear"
+        ``"linear"`` (κ = 2), ``"relu"`` (κ = 2), ``"square"`` (κ = 3), ``"power<k>"`` (``z^k``, κ = k + 1),
+        or an :class:`Activation`: ``power(k)``, ``smooth_relu(eps)`` (κ = 2).
+    bias : bool, default False
+        Whether to append a constant input 1 to ``x``.
+
+    Attributes
+    ----------
+    activation : str
+        The activation's name.
+    activation_function : Activation
+        The activation.
+    weight_dim : int
+        ``k``, the length of ``w_i``.
 
     Raises
     ------
     ValueError
         If ``activation`` is unknown, or a size is not a positive integer.
+    TypeError
+        If ``activation`` is neither a string nor an :class:`Activation`, or ``bias`` is not a bool.
     """
 
-    def __init__(self, d, H, c=1, *, activation="linear"):
+    neurons_share_inputs = True
+
+    def __init__(self, d, H, c=1, *, activation="linear", bias=False):
         d, H, c = check_int(d, "d"), check_int(H, "H"), check_int(c, "c")
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        self.activation_function = _activation(activation)
+        self.activation = self.activation_function.name
+        self.bias = check_bool(bias, "bias")
         self.input_dim, self.num_neurons, self.output_dim = d, H, c
-        self.num_params = self.input_dim + self.output_dim
-        self.activation = activation
-        self.sigma, self.sigma_prime, self.kappa = ACTIVATIONS[activation]
-        self.quadratic_utility = activation == "linear"
-        self.neurons_share_inputs = True
+        self.weight_dim = d + int(self.bias)
+        self.num_params = self.weight_dim + c
+        self.kappa = self.activation_function.kappa
+        self.quadratic_utility = self.activation == "linear"
+
+    def _values(self, theta, X):
+        return self.activation_function.values(theta[:, : self.weight_dim], lifted_inputs(X, self.bias))
 
     def neuron_outputs(self, theta, X):
-        w, a = theta[:, : self.input_dim], theta[:, self.input_dim :]
-        return self.sigma(w @ X.T)[:, :, None] * a[:, None, :]
+        return self._values(theta, X)[:, :, None] * theta[:, None, self.weight_dim :]
+
+    def __call__(self, theta, X):
+        return self._values(theta, X).T @ theta[:, self.weight_dim :]
 
     def weighted_output(self, phi, X, weights):
-        w, a = phi[:, : self.input_dim], phi[:, self.input_dim :]
-        return (self.sigma(w @ X.T) * weights[:, None]).T @ a
-
-    def utility_gradient(self, theta, X, residual):
-        z = theta[:, : self.input_dim] @ X.T          # (H, n)
-        grad, m, s = self._gradient(theta, X, residual, z)
-        return (s * m).sum(1) / X.shape[0], grad
-
-    def _gradient(self, theta, X, residual, z):
-        n, d = X.shape[0], self.input_dim
-        a = theta[:, d:]
-        m = a @ residual.T                            # (H, n)
-        s = self.sigma(z)
-        grad = np.empty_like(theta)
-        grad[:, :d] = (self.sigma_prime(z) * m) @ X / n
-        grad[:, d:] = s @ residual / n
-        return grad, m, s
-
-    def chart_residual_gradient(self, phi, X, y, weights):
-        z = phi[:, : self.input_dim] @ X.T            # shared by the output and the gradient
-        residual = y - (self.sigma(z) * weights[:, None]).T @ phi[:, self.input_dim :]
-        return residual, self._gradient(phi, X, residual, z)[0]
+        return self._values(phi, X).T @ (weights[:, None] * phi[:, self.weight_dim :])
 
     def batched_weighted_output(self, phi, X, weights):
-        T, H, _ = phi.shape                           # one product for the stack: (T·H, d) by (d, n)
-        z = (phi[..., : self.input_dim].reshape(T * H, -1) @ X.T).reshape(T, H, -1)
-        return np.matmul((self.sigma(z) * weights[..., None]).swapaxes(1, 2), phi[..., self.input_dim :])
+        T, H, _ = phi.shape                           # one product for the stack: (T·H, k) by (k, n)
+        s = self._values(phi.reshape(T * H, -1), X).reshape(T, H, -1)
+        return np.matmul(s.swapaxes(1, 2), weights[..., None] * phi[..., self.weight_dim :])
+
+    def utility_gradient(self, theta, X, residual):
+        Xt = lifted_inputs(X, self.bias)
+        evaluated = self.activation_function.evaluate(theta[:, : self.weight_dim], Xt)
+        grad, m = self._gradient(theta, Xt, residual, evaluated)
+        return (evaluated[0] * m).sum(1) / X.shape[0], grad
+
+    def _gradient(self, theta, Xt, residual, evaluated):
+        n, k = Xt.shape[0], self.weight_dim
+        values, along_x, along_w = evaluated
+        m = theta[:, k:] @ residual.T                 # (H, n)
+        grad = np.empty_like(theta)
+        # scaled after the products, on the (H, P) results rather than the (H, n) factors
+        grad[:, :k] = ((along_x * m) @ Xt) * (1.0 / n)
+        if along_w is not None:
+            grad[:, :k] += ((along_w * m).sum(1) * (1.0 / n))[:, None] * theta[:, :k]
+        grad[:, k:] = (values @ residual) * (1.0 / n)
+        return grad, m
+
+    def chart_residual_gradient(self, phi, X, y, weights):
+        Xt = lifted_inputs(X, self.bias)
+        evaluated = self.activation_function.evaluate(phi[:, : self.weight_dim], Xt)   # shared by both
+        residual = y - evaluated[0].T @ (weights[:, None] * phi[:, self.weight_dim :])
+        return residual, self._gradient(phi, Xt, residual, evaluated)[0]
 
     def initial_theta(self, *, alpha, seed=0):
-        """The paper's initialization ``a_i ~ N(0, α²/(2c) I)``, ``w_i ~ N(0, α²/(2d) I)``.
+        """The paper's initialization ``a_i ~ N(0, α²/(2c) I)``, ``w_i ~ N(0, α²/(2k) I)`` (``k = d``, or
+        ``d + 1`` with a bias), so ``E‖θ_i‖² = α²``.
 
         Parameters
         ----------
@@ -597,14 +826,17 @@ class FeedForwardNetwork(TwoLayerNetwork):
 
         Returns
         -------
-        (H, d + c) array
+        (H, k + c) array
         """
         alpha = check_positive(alpha, "alpha")
         rng = np.random.default_rng(check_int(seed, "seed", 0))
-        w = rng.normal(0.0, alpha / math.sqrt(2 * self.input_dim), (self.num_neurons, self.input_dim))
+        w = rng.normal(0.0, alpha / math.sqrt(2 * self.weight_dim), (self.num_neurons, self.weight_dim))
         a = rng.normal(0.0, alpha / math.sqrt(2 * self.output_dim), (self.num_neurons, self.output_dim))
         return np.concatenate([w, a], axis=1)
 
     def __repr__(self):
+        fn = self.activation_function
+        activation = repr(self.activation) if isinstance(fn, (Power, ReLU)) else repr(fn)
+        bias = ", bias=True" if self.bias else ""
         return (f"FeedForwardNetwork(d={self.input_dim}, H={self.num_neurons}, c={self.output_dim}, "
-                f"activation={self.activation!r})")
+                f"activation={activation}{bias})")
