@@ -198,8 +198,8 @@ def log_chart_applies(network, phi):
 
 def half_log_sum_exp2(s):
     """``½ log Σ_k e^{2s_k}`` over the last axis, without overflow or underflow: the log-norm of a neuron whose
-    chart coordinates have logarithms ``s`` (``logaddexp``'s reduction: on rows this short, SciPy's
-    ``logsumexp`` costs ten times more)."""
+    chart coordinates have logarithms ``s`` (``logaddexp``'s reduction, which on rows this short costs far
+    less than SciPy's ``logsumexp``: see benchmarks/README.md, "Design decisions measured")."""
     return 0.5 * np.logaddexp.reduce(2.0 * s, axis=-1)
 
 
@@ -207,7 +207,8 @@ def batched_losses(network, X, y, phi, weights):
     """The loss ``½ E‖y − Σ_i weights_i f_i(x; φ_i)‖²`` for each of ``T`` sets of chart coordinates ``phi``
     (shape (T, H, P)) and weights (shape (T, H)), by
     :meth:`~agf_lib.network.TwoLayerNetwork.batched_weighted_output` on chunks of them: one evaluation per
-    chunk instead of one per set (3 000 samples of the diagonal problem: 2 ms instead of 30)."""
+    chunk instead of one per set, which is what makes sampling a trajectory's loss cheap (see
+    benchmarks/README.md, "Design decisions measured")."""
     structured = network.structured_losses(X, y, phi, weights)
     if structured is not None:            # computed without the outputs (the full dataset of a group template)
         return structured

@@ -40,18 +40,22 @@ diagonal network's chart both are timed to 1e-7 or better, down to α = 1e-100.
 from __future__ import annotations
 
 import math
-import warnings
+
+from typing import Protocol
 
 import numpy as np
 from scipy.optimize import brentq
 
 from ._polar import LogChartField, PolarField, half_log_sum_exp2, log_chart_applies, pack, to_polar
-from .flow import (ROUNDING_CHECK_NORM, ROUNDING_PERTURBATION, ROUNDING_TOLERANCE, SOLVER_CLASSES, PrecisionWarning,
-                   check_network, check_solver, single_thread, unpack_data)
+from ._engine import (ROUNDING_CHECK_NORM, ROUNDING_PERTURBATION, SOLVER_CLASSES, check_network, check_progress,
+                      check_solver, progress_bar, rounding_of_jumps, single_thread, unpack_data)
 from .results import Staircase
 from .validation import check_bool, check_fraction, check_max_jumps, check_positive
 
 __all__ = ["alternating_gradient_flow", "CostStepError"]
+
+# the bar of an AGF run: the jumps made, and the time of the last
+_BAR_FORMAT = "{desc}: {n}/{total} jumps [{elapsed}{postfix}]"
 
 
 class CostStepError(RuntimeError):
@@ -67,9 +71,10 @@ def _solver(method, fun, state, t_bound, rtol, atol, speed=None):
     velocity, and with ``t_bound = ∞`` and a small velocity (a utility flow that is zero, a log chart
     held to 100ε relatively) it can be a step to t = ∞: its corrector fails until it gives up, or it
     returns a NaN state. The other methods' guesses are bounded by their first error estimate. Polar
-    cost steps keep LSODA's guess: they start from a neuron at norm one, which moves, and their results
-    were measured with it (in the float64 limit that :mod:`agf_lib.flow` states they move with the
-    step's path: at α = 1e-16, the last jump of chapter 01's fully connected problem by 1%)."""
+    cost steps keep LSODA's guess: they start from a neuron at norm one, which moves, so the guess is
+    finite; and in the float64 limit that :mod:`agf_lib.flow` states, a polar step's result moves with
+    its path, so another first step would move results at very small α (see benchmarks/README.md,
+    "Design decisions measured")."""
     options = {}
     if method == "LSODA" and speed is not None:
         options["first_step"] = min(1e-2 / max(speed, 1e-300), t_bound)
@@ -214,7 +219,57 @@ def _quadratic_utility_phase(field, residual, index, dirs, logn, t_budget, utili
     return dt, j, new_dirs, new_logn, None
 
 
-class _PolarCost:
+class _CostCoordinates(Protocol):
+    """What :func:`_cost_phase` needs of the coordinates a cost step integrates, written once for the two
+    that implement it: :class:`_PolarCost` (any network) and :class:`_LogChartCost` (a network with a
+    ``sign_preserving_chart``, whose chart coordinates keep their signs).
+
+    An object holds ``field`` (the run's :class:`PolarField`, which counts evaluations and evaluates the
+    loss), ``index`` (the active neurons, in the order of the state's rows) and ``H = len(index)``. A
+    *state* is a flat float array that a SciPy solver integrates; ``dirs`` are unit directions of shape
+    ``(H, P)`` in the network's chart and ``logn`` log-norms of shape ``(H,)``. The phase may read any
+    state the solver or its interpolant returns, so no method may assume a normalized state.
+    """
+
+    field: PolarField
+    index: np.ndarray
+    H: int
+
+    def state(self, dirs, logn):
+        """The state of the active neurons at ``(dirs, logn)``; :meth:`split` inverts it to rounding."""
+
+    def split(self, state):
+        """``(dirs, logn)`` at ``state``: the unit directions and log-norms, new arrays."""
+
+    def log_norms(self, state):
+        """``log‖θ_i‖`` of each active neuron at ``state``, shape ``(H,)``, as a new array (a solver may write
+        its state in place): the phase finds a neuron's crossings of the unit sphere and of the dormancy
+        threshold as roots of it, so it must be continuous along the state's path."""
+
+    def __call__(self, t, state):
+        """The velocity of gradient flow of the active neurons at ``state`` (the dormant ones output
+        nothing), for the solver: autonomous (``t`` unused), and counted in ``field.evaluations``."""
+
+    def tolerances(self, rtol):
+        """``(rtol, atol)`` for the solver, given the cost step's ``cost_rtol`` as ``rtol``."""
+
+    def speed(self, state):
+        """The fastest coordinate's speed at ``state``, nonnegative: one over it is the time of the phase's
+        first check (and in a log chart it sets LSODA's first step, see :func:`_solver`)."""
+
+    def gradient_size(self, state):
+        """``‖∇U_i(θ̄_i; r)‖`` over the active neurons at their unit directions, with ``r`` their residual:
+        the same number in both coordinates, zero exactly at a critical point of the loss, and not shrinking
+        with a neuron's norm (a neuron drifting back to the origin keeps the phase going until it is
+        declared dormant). The phase's stopping rule compares it with its value at the step's start."""
+
+    def polish(self, state, target, log_dormancy):
+        """A state near ``state`` where the flow comes to rest, with :meth:`gradient_size` at most ``target``,
+        every log-norm above ``log_dormancy`` and the flow's conserved quantities unchanged; or ``None`` when
+        the coordinates cannot tell (the phase then integrates on from ``state``)."""
+
+
+class _PolarCost(_CostCoordinates):
     """The state of a cost step in the polar coordinates of :class:`PolarField` (any network)."""
 
     def __init__(self, field, index, atol):
@@ -254,7 +309,7 @@ class _PolarCost:
         return None
 
 
-class _LogChartCost:
+class _LogChartCost(_CostCoordinates):
     """The state of a cost step in the logarithms ``s`` of the chart coordinates, for a network with a
     ``sign_preserving_chart`` (:class:`LogChartField`). The flow there conserves linear functions of ``s``
     (the diagonal network's ``s_p + s_q = log|pq|``, which fixes where a neuron's imprint ``q`` ends), and
@@ -352,7 +407,7 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
     while len(index):
         H = len(index)
         log_chart = log_chart_applies(field.network, dirs)
-        coords = _LogChartCost(field, index, dirs) if log_chart else _PolarCost(field, index, atol)
+        coords: _CostCoordinates = _LogChartCost(field, index, dirs) if log_chart else _PolarCost(field, index, atol)
         state = coords.state(dirs, logn)
         size = coords.gradient_size(state)
         if g0 is None:
@@ -431,7 +486,7 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
 def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf, max_jumps=None,
                               method="DOP853", cost_method="LSODA", rtol=1e-10, atol=1e-12, cost_rtol=1e-5,
                               adaptive_rate=False, dormancy_threshold=None, cost_tol=1e-9, utility_tol=1e-8,
-                              max_cost_time=1e6, cost_horizon=None, check_rounding=None,
+                              max_cost_time=1e6, cost_horizon=None, check_rounding=None, progress=None,
                               _perturbed=False):
     """Numerical AGF (the paper's Algorithm 1) from ``theta0``, in GF time ``t``.
 
@@ -495,7 +550,13 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
         (:class:`~agf_lib.flow.PrecisionWarning`) where a jump time or level moves by more than 1e-3. The
         rerun doubles the cost. ``None``: check where the largest initial norm is below 1e-8, except in a
         log chart (the diagonal network), whose coordinates have no floor. On chapter 05's attention problem
-        AGF's third and fourth jumps come 29% and 68% early at α = 1e-24, silently without the check.
+        AGF's third and fourth jumps come early at α = 1e-24, silently without the check (see
+        benchmarks/README.md, "Design decisions measured").
+    progress : bool or None, default None
+        Show a progress bar (tqdm, on standard error) of the jumps made, and of the rounding check's
+        rerun. ``True``: from the start; ``False``: never; ``None``: on runs that take more than 5 s, where
+        someone watches: as for :func:`~agf_lib.flow.gradient_flow` (never inside the book build, nbval or
+        pytest).
 
     Returns
     -------
@@ -519,7 +580,8 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
         (use a smaller α), a ``dormancy_threshold`` not below one, a tolerance or ``max_cost_time``
         that is not a finite positive number, or a ``cost_tol`` not below one.
     TypeError
-        If an argument has the wrong type (a flag not ``True`` or ``False``, a number that is not a
+        If an argument has the wrong type (a flag not ``True`` or ``False``, ``progress`` not ``True``,
+        ``False`` or ``None``, a number that is not a
         real number, ``network`` not a :class:`~agf_lib.network.TwoLayerNetwork`, ``data`` not a pair).
     CostStepError
         If a cost minimization has not converged within ``max_cost_time``.
@@ -559,6 +621,7 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
         check_rounding = initial_log_norm < math.log(ROUNDING_CHECK_NORM) and \
             not log_chart_applies(network, network.to_chart(theta0))
     check_rounding = check_bool(check_rounding, "check_rounding")
+    progress = check_progress(progress)
     if float(np.sqrt((theta0**2).sum(1)).max()) >= 1.0:
         raise ValueError("theta0 must have every neuron inside the unit sphere (dormant); use a smaller alpha")
     if dormancy_threshold is None:
@@ -583,7 +646,9 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
         return field.loss(dirs[members], logn[members], members)
 
     # Trial steps that overshoot to overflowing norms are rejected by the solvers (see gradient_flow).
-    with single_thread(network), np.errstate(over="ignore", invalid="ignore"):
+    with single_thread(network), np.errstate(over="ignore", invalid="ignore"), \
+            progress_bar(progress, total=H if max_jumps is None else min(H, max_jumps), bar_format=_BAR_FORMAT,
+                         desc="AGF, rounding check" if _perturbed else "AGF") as bar:
         grad0 = field.utility_gradient(dirs, logn, y, None)
         grad_scale = max(float(np.sqrt((grad0**2).sum(1)).max()), 1e-300)
         t = 0.0
@@ -644,40 +709,18 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
             states.append(snapshot())
             active_sets.append(tuple(int(k) for k in np.nonzero(active)[0]))
             deactivated.append(tuple(sorted(returned)))
+            bar.set_postfix_str(f"t = {t:.4g}", refresh=False)
+            bar.update()
     evaluations, rounding = field.evaluations, {}
     if check_rounding:
         rerun = alternating_gradient_flow(
             network, data, theta0, eta=eta, t_end=t_end, max_jumps=max_jumps, method=method,
             cost_method=cost_method, rtol=rtol, atol=atol, cost_rtol=cost_rtol, adaptive_rate=adaptive_rate,
             dormancy_threshold=dormancy_threshold, cost_tol=cost_tol, utility_tol=utility_tol,
-            max_cost_time=max_cost_time, cost_horizon=cost_horizon, check_rounding=False, _perturbed=True)
+            max_cost_time=max_cost_time, cost_horizon=cost_horizon, check_rounding=False, progress=progress,
+            _perturbed=True)
         evaluations += rerun.evaluations
-        rounding = _rounding_of_jumps(np.array(times), np.array(losses), order, rerun)
+        rounding = rounding_of_jumps(np.array(times), np.array(losses), order, rerun)
     return Staircase(np.array(times), np.array(losses), order, states=states, active=active_sets,
                      time_unit="t", deactivated=deactivated, stop_reason=stop_reason,
                      evaluations=evaluations, **rounding)
-
-
-def _rounding_of_jumps(times, losses, order, rerun):
-    """``rounding_error`` and ``resolved_until`` of an AGF run against its ``rerun`` with perturbed directions:
-    the largest relative change of a jump time, or of a level relative to the loss's fall (infinite where the
-    rerun activates another neuron or stops elsewhere); warns past :data:`~agf_lib.flow.ROUNDING_TOLERANCE`."""
-    fall = max(float(losses.max() - losses.min()), np.finfo(float).tiny)
-    moved = np.full(times.size - 1, np.inf)
-    common = min(times.size, rerun.times.size) - 1
-    for k in range(common):
-        if rerun.order[k] != order[k]:
-            break
-        moved[k] = max(abs(rerun.times[k + 1] / times[k + 1] - 1), abs(rerun.losses[k + 1] - losses[k + 1]) / fall)
-    if moved.size == 0:
-        return {"rounding_error": 0.0, "resolved_until": math.inf}
-    above = np.flatnonzero(moved > ROUNDING_TOLERANCE)
-    resolved_until = float(times[above[0]]) if above.size else math.inf   # the last jump that held
-    error = float(moved.max())
-    if above.size:
-        warnings.warn(f"AGF depends on float64 rounding after t = {resolved_until:.4g} (jump {above[0] + 1}): rerun "
-                      f"with its directions perturbed by {ROUNDING_PERTURBATION:.1e} (4 eps) per evaluation, a jump "
-                      f"time or level moves by {error:.2g} (tolerance {ROUNDING_TOLERANCE:g}). Components of a "
-                      "dormant direction fell below float64's resolution: use a larger alpha", PrecisionWarning,
-                      stacklevel=3)
-    return {"rounding_error": error, "resolved_until": resolved_until}

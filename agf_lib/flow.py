@@ -39,131 +39,26 @@ autograd, which is much slower per evaluation; ``benchmarks/`` measures both.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import warnings
 
 import numpy as np
-from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau, solve_ivp
-from tqdm import tqdm
 
+from ._engine import (ROUNDING_CHECK_NORM, ROUNDING_PERTURBATION, ROUNDING_TOLERANCE, SOLVERS, PrecisionWarning,
+                      check_network, check_progress, check_solver, integrate, progress_bar, rounding_of_losses,
+                      single_thread, unpack_data)
 from ._polar import LogChartField, PolarField, log_chart_applies, pack, to_polar
-from .network import TwoLayerNetwork
 from .results import Trajectory
-from .validation import check_bool, check_int, check_num_samples, check_positive, real_array
+from .validation import check_bool, check_int, check_num_samples, check_positive
 
 __all__ = ["gradient_flow", "gradient_descent", "SOLVERS", "PrecisionWarning", "ROUNDING_CHECK_NORM",
            "ROUNDING_TOLERANCE"]
 
-#: The rounding check's perturbation of each direction component per evaluation: 4ε, about the rounding
-#: error of a dot product of a few terms.
-ROUNDING_PERTURBATION = 4 * np.finfo(float).eps
-#: Largest change of the loss, relative to its fall, that the rounding check accepts.
-ROUNDING_TOLERANCE = 1e-3
-#: Initial norm below which :func:`gradient_flow` checks for rounding unless told otherwise.
-ROUNDING_CHECK_NORM = 1e-8
-
-
-class PrecisionWarning(UserWarning):
-    """A result depends on float64 rounding: see the rounding check of :func:`gradient_flow`."""
-
-# the methods of scipy.integrate.solve_ivp, by name; AGF steps their classes by hand
-SOLVER_CLASSES = {"DOP853": DOP853, "RK45": RK45, "RK23": RK23, "Radau": Radau, "BDF": BDF, "LSODA": LSODA}
-SOLVERS = tuple(SOLVER_CLASSES)
-
-
-def uses_autograd(network):
-    """Whether ``network`` takes the torch-autograd fallback (no closed-form utility gradient)."""
-    return type(network).utility_gradient is TwoLayerNetwork.utility_gradient
-
-
-@contextlib.contextmanager
-def single_thread(network):
-    """Run torch on one thread while ``network`` uses the autograd fallback, restoring the caller's setting.
-
-    The fallback evaluates tiny tensors thousands of times; a thread pool only adds overhead there, and
-    under load (two pytest workers on two cores) it made one AGF run 8× slower. Networks with closed
-    forms never touch torch, and torch is not imported for them.
-    """
-    if not uses_autograd(network):
-        yield
-        return
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
-def check_solver(method, name="method"):
-    if not isinstance(method, str) or method not in SOLVERS:
-        raise ValueError(f"{name} must be one of {', '.join(SOLVERS)} (scipy.integrate.solve_ivp), got {method!r}")
-    return method
-
-
-def check_network(network):
-    if not isinstance(network, TwoLayerNetwork):
-        raise TypeError(f"network must be an agf_lib TwoLayerNetwork, got {type(network).__name__}")
-    return network
-
-
-def unpack_data(network, data):
-    if not isinstance(data, (tuple, list)) or len(data) != 2:
-        raise TypeError("data must be a pair (X, y)")
-    return network.check_data(*data)
-
-
-def sample_times(t_end, step_times, num_samples, times=None):
-    """Solver steps (dense where the loss drops) plus a linear and a logarithmic grid, or the given ``times``."""
-    if times is not None:
-        times = real_array(times, "times", "a 1-D array")
-        if times.ndim != 1 or times.size == 0:
-            raise ValueError(f"times must be a non-empty 1-D array, got shape {times.shape}")
-        if np.any(np.diff(times) < 0) or times[0] < 0 or times[-1] > t_end:
-            raise ValueError("times must be a non-decreasing 1-D array within [0, t_end]")
-        return times
-    grid = [np.linspace(0.0, t_end, num_samples), np.geomspace(t_end * 1e-6, t_end, num_samples // 2), step_times]
-    return np.unique(np.concatenate(grid))
-
-
-def integrate(rhs, y0, t_end, *, method, rtol, atol, num_samples, times=None, jac=None):
-    """:func:`scipy.integrate.solve_ivp` from 0 to ``t_end``, sampled: returns ``(times, states)``, the states
-    of shape ``(len(y0), len(times))``, at :func:`sample_times`.
-
-    With the sample ``times`` given, the solver's interpolant is built only on the steps that hold one
-    (``t_eval``): DOP853 spends three extra evaluations of ``rhs`` on each interpolant, about a fifth of its
-    work when samples are sparser than steps. The steps, and the values at ``times``, are those of a run
-    with an interpolant on every step. ``jac``, the Jacobian of ``rhs``, goes to the implicit methods only.
-    ``rtol`` and ``atol`` (a number, or for ``atol`` one per component) must be finite and positive: a NaN
-    tolerance makes every step pass the error test and the solver never ends.
-    """
-    check_solver(method)
-    rtol = check_positive(rtol, "rtol")
-    if np.ndim(atol) == 0:
-        atol = check_positive(atol, "atol")
-    elif not (np.all(np.isfinite(atol)) and np.all(np.asarray(atol) > 0)):
-        raise ValueError("atol must be finite and positive in every component")
-    options = {"jac": jac} if jac is not None and method in ("LSODA", "BDF", "Radau") else {}
-    if times is None:
-        options["dense_output"] = True
-    else:
-        times = sample_times(t_end, None, num_samples, times)
-        grid, where = np.unique(times, return_inverse=True)      # solve_ivp wants t_eval strictly increasing
-        options["t_eval"] = grid
-    sol = solve_ivp(rhs, (0.0, t_end), y0, method=method, rtol=rtol, atol=atol, **options)
-    if not sol.success:
-        raise RuntimeError(f"gradient flow integration failed: {sol.message}")
-    if times is None:
-        times = sample_times(t_end, sol.t, num_samples)
-        return times, sol.sol(times)
-    return times, sol.y[:, where]
+# the bar of a gradient-flow run: how far its time has come
+_BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| t = {n:.4g} of {total:.4g} [{elapsed}<{remaining}]"
 
 
 def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rtol=1e-9, atol=1e-12,
-                  num_samples=2000, times=None, record_params=False, adaptive_rate=False, progress=False,
+                  num_samples=2000, times=None, record_params=False, adaptive_rate=False, progress=None,
                   check_rounding=None):
     """Integrate gradient flow ``dΘ/dt = −η∇L(Θ)`` from ``theta0`` over ``[0, t_end]``.
 
@@ -198,8 +93,11 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
         Also record ``Θ(t)`` and ``log‖θ_i(t)‖`` at every sample.
     adaptive_rate : bool, default False
         Use the neuron-wise rate ``η‖θ_i‖^{2−κ}`` of the paper's Appendix B.5.
-    progress : bool, default False
-        Show a progress bar (for runs longer than two seconds).
+    progress : bool or None, default None
+        Show a progress bar (tqdm, on standard error) of the run's time, and of the rounding check's
+        rerun. ``True``: from the start; ``False``: never; ``None``: only on runs that take more than
+        5 s, and only where someone watches (standard error a terminal, or a Jupyter front end; never
+        inside the book build, nbval or pytest: see *Progress* below).
     check_rounding : bool or None, default None
         Whether to check that the result does not depend on float64 rounding (see *Resolution* below).
         ``None``: check where the largest initial norm is below ``ROUNDING_CHECK_NORM`` (1e-8).
@@ -223,16 +121,21 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     1e-16 of its norm, and a velocity computed from its O(1) components carries rounding errors of that
     size. A dormant neuron aligning with one feature keeps its components along the later ones, of order
     α^c, only down to that floor; once they fall below it, the neuron's later escape starts from rounding
-    instead of from α^c, and its jump comes early. On chapter 05's attention problem the fourth jump is
-    1.3% late at α = 1e-12 (the 1/log(1/α) trend) and 24% early at α = 1e-24. The rounding check detects
-    it as Monte Carlo arithmetic does: it reruns the flow with every direction component perturbed at
-    each evaluation by ``4ε`` (ε = 2.2e-16) times a seeded standard normal, about the size of the
-    rounding of a dot product, and compares the two losses on the same times. Where the result rests on
-    components well above the floor, the two agree to far below ``ROUNDING_TOLERANCE`` (attention:
-    4e-12 of the fall at α = 1e-6, 8e-6 at 1e-12), and where it rests on rounding they do not (1e-2 at
-    1e-15, 0.19 at 1e-24). The check doubles the cost of a run. The floor remains for every network
-    integrated in polar coordinates; in a log chart (the diagonal network) every coordinate is a
-    logarithm, resolved relatively at any α, and the check is not run.
+    instead of from α^c, and its jump comes early (chapter 05's attention problem does this at α = 1e-24).
+    The rounding check detects it as Monte Carlo arithmetic does: it reruns the flow with every direction
+    component perturbed at each evaluation by ``4ε`` (ε = 2.2e-16) times a seeded standard normal, about
+    the size of the rounding of a dot product, and compares the two losses on the same times. Where the
+    result rests on components well above the floor, the two agree to far below ``ROUNDING_TOLERANCE``,
+    and where it rests on rounding they do not (the attention problem's figures across α are in
+    benchmarks/README.md, "Design decisions measured"). The check doubles the cost of a run. The floor
+    remains for every network integrated in polar coordinates; in a log chart (the diagonal network)
+    every coordinate is a logarithm, resolved relatively at any α, and the check is not run.
+
+    *Progress.* With ``progress=None`` a bar appears once a run has taken 5 s of wall time, and only
+    where standard error is a terminal or the call comes from an interactive Jupyter front end (one
+    that accepts input). The headless executors that run the book's chapters, nbclient in the book
+    build and nbval in the tests, send their cells without input, and pytest captures standard error,
+    so the pages and the test logs never show a bar.
 
     Raises
     ------
@@ -244,7 +147,7 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     TypeError
         If an argument has the wrong type (``network`` not a
         :class:`~agf_lib.network.TwoLayerNetwork`, ``data`` not a pair, a flag not ``True`` or
-        ``False``).
+        ``False``, ``progress`` not ``True``, ``False`` or ``None``).
     RuntimeError
         If the solver fails.
     FloatingPointError
@@ -258,7 +161,7 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     check_num_samples(num_samples)
     rtol, atol = check_positive(rtol, "rtol"), check_positive(atol, "atol")
     adaptive_rate = check_bool(adaptive_rate, "adaptive_rate")
-    record_params, progress = check_bool(record_params, "record_params"), check_bool(progress, "progress")
+    record_params, progress = check_bool(record_params, "record_params"), check_progress(progress)
     phi0 = network.to_chart(theta0)
     if log_chart_applies(network, phi0):
         field = LogChartField(network, X, y, phi0, eta=eta)
@@ -271,14 +174,9 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
     # A trial step of the solver can overshoot to log-norms whose e^{κℓ} overflows; the velocity there is
     # inf or NaN and the solver rejects the step. Such steps are silenced; what is kept is checked below.
     with single_thread(network), np.errstate(over="ignore", invalid="ignore"), \
-            tqdm(total=t_end, disable=not progress, delay=2, desc="gradient flow", unit="t") as bar:
-        def rhs(t, state):
-            if progress and t > bar.n:
-                bar.update(t - bar.n)
-            return field(state)
-
-        times, states = integrate(rhs, state0, t_end, method=method, rtol=solver_rtol, atol=solver_atol,
-                                  num_samples=num_samples, times=times)
+            progress_bar(progress, total=t_end, desc="gradient flow", bar_format=_BAR_FORMAT) as bar:
+        times, states = integrate(_advancing(bar, field), state0, t_end, method=method, rtol=solver_rtol,
+                                  atol=solver_atol, num_samples=num_samples, times=times)
         losses = field.losses(states)
         if not (np.all(np.isfinite(states)) and np.all(np.isfinite(losses))):
             raise FloatingPointError("gradient flow left float64 (a norm overflowed); use a smaller t_end or eta")
@@ -290,31 +188,26 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
             if polar:
                 shadow = PolarField(network, X, y, dirs, eta=eta, adaptive_rate=adaptive_rate)
                 shadow.perturb_directions(ROUNDING_PERTURBATION)
-                _, shadow_states = integrate(lambda t, state: shadow(state), state0, t_end, method=method,
+                bar.reset()
+                bar.set_description("gradient flow, rounding check")
+                _, shadow_states = integrate(_advancing(bar, shadow), state0, t_end, method=method,
                                              rtol=solver_rtol, atol=solver_atol, num_samples=num_samples, times=times)
                 evaluations += shadow.evaluations
-                rounding = rounding_check(times, losses, shadow.losses(shadow_states), "gradient flow")
+                rounding = rounding_of_losses(times, losses, shadow.losses(shadow_states), "gradient flow")
     return Trajectory(times, losses, params=params, log_norms=log_norms, evaluations=evaluations, **rounding)
 
 
-def rounding_check(times, losses, rerun_losses, engine):
-    """``rounding_error`` and ``resolved_until`` (see :class:`~agf_lib.results.Trajectory`) of a run whose
-    rerun with perturbed directions gave ``rerun_losses`` at the same ``times``; warns if they differ by more
-    than ``ROUNDING_TOLERANCE`` of the loss's fall."""
-    fall = float(losses.max() - losses.min())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        moved = np.abs(np.asarray(rerun_losses) - losses) / max(fall, np.finfo(float).tiny)
-    moved[~np.isfinite(moved)] = np.inf
-    error = float(moved.max())
-    above = np.flatnonzero(moved > ROUNDING_TOLERANCE)
-    resolved_until = float(times[above[0]]) if above.size else math.inf
-    if above.size:
-        warnings.warn(f"{engine} depends on float64 rounding from t = {resolved_until:.4g}: rerun with its directions "
-                      f"perturbed by {ROUNDING_PERTURBATION:.1e} (4 eps) per evaluation, its loss moves by "
-                      f"{error:.2g} of its fall (tolerance {ROUNDING_TOLERANCE:g}). Components of a dormant "
-                      "direction fell below float64's resolution; past that time the run is rounding, not the "
-                      "dynamics at this alpha: use a larger alpha", PrecisionWarning, stacklevel=3)
-    return {"rounding_error": error, "resolved_until": resolved_until}
+def _advancing(bar, field):
+    """``field`` as the right-hand side ``rhs(t, state)`` of :func:`integrate`, moving ``bar`` to the latest
+    time it is evaluated at (a solver's trial stages run ahead of its accepted steps by one step at most)."""
+    if bar.disable:
+        return lambda t, state: field(state)
+
+    def rhs(t, state):
+        if t > bar.n:
+            bar.update(t - bar.n)
+        return field(state)
+    return rhs
 
 
 def check_momentum(momentum):

@@ -11,7 +11,7 @@ from scipy.integrate import solve_ivp
 import agf_lib
 from agf_lib import FeedForwardNetwork, TwoLayerNetwork, diagonal, gradient_flow, problems
 from agf_lib._polar import PolarField, pack, to_polar
-from agf_lib.flow import integrate
+from agf_lib._engine import integrate
 
 
 @pytest.fixture
@@ -390,3 +390,47 @@ def test_integrate_builds_interpolants_only_where_the_given_times_fall():
     np.testing.assert_allclose(states, dense.sol(times), rtol=1e-14, atol=1e-15)
     steps = dense.t.size - 1
     assert dense_calls - calls[0] >= 3 * (steps - times.size)
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress bars (issue 32, item 5)
+
+
+def quick_run(feedforward_problem, **options):
+    network = FeedForwardNetwork(d=3, H=2, c=1, activation="square")
+    return gradient_flow(network, feedforward_problem, network.initial_theta(alpha=0.1, seed=3), 5.0,
+                         num_samples=50, **options)
+
+
+def test_progress_true_writes_a_bar_that_reaches_t_end_and_false_writes_nothing(feedforward_problem, capsys):
+    shown = quick_run(feedforward_problem, progress=True)
+    bar = capsys.readouterr().err
+    assert bar.startswith("\rgradient flow:") and "100%" in bar and "t = 5 of 5" in bar
+    hidden = quick_run(feedforward_problem, progress=False)
+    assert capsys.readouterr().err == ""
+    np.testing.assert_array_equal(shown.losses, hidden.losses)        # the bar does not touch the run
+
+
+def test_progress_true_follows_the_rounding_checks_rerun_too(feedforward_problem, capsys):
+    quick_run(feedforward_problem, progress=True, check_rounding=True)
+    bar = capsys.readouterr().err
+    assert "gradient flow:" in bar and "gradient flow, rounding check:" in bar
+
+
+@pytest.mark.parametrize("watching", [False, True])
+def test_automatic_progress_shows_a_bar_only_where_someone_watches(feedforward_problem, capsys, monkeypatch, watching):
+    """``progress=None`` waits ``PROGRESS_DELAY`` seconds (zero here) and asks ``watched()``; with standard
+    error captured (capsys: not a terminal, and no Jupyter kernel), nobody is watching."""
+    from agf_lib import _engine
+
+    assert not _engine.watched()
+    monkeypatch.setattr(_engine, "PROGRESS_DELAY", 0.0)
+    monkeypatch.setattr(_engine, "watched", lambda: watching)
+    quick_run(feedforward_problem)
+    assert ("100%" in capsys.readouterr().err) == watching
+
+
+@pytest.mark.parametrize("value", ["yes", 1, 0.0])
+def test_progress_must_be_true_false_or_none(feedforward_problem, value):
+    with pytest.raises(TypeError, match=f"^progress must be True, False or None, got {type(value).__name__}$"):
+        quick_run(feedforward_problem, progress=value)
