@@ -29,7 +29,8 @@ imprint ``log|q|`` is a coordinate like any other, controlled to ``rtol`` absolu
 coordinates.
 
 For ReLU networks the velocity has kinks where ``w_iᵀx`` changes sign; explicit solvers crawl
-across them, and ``method="LSODA"`` is several times faster.
+across them with ever smaller steps, and ``method="LSODA"``, which switches to a stiff method there,
+takes far fewer (see benchmarks/README.md, "Design decisions measured").
 
 Each evaluation of the right-hand side costs one evaluation of the network's utility gradients at
 the residual (its ``gradient_function``, prepared once per dataset, or in a log chart its
