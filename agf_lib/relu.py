@@ -37,9 +37,9 @@ import math
 import numpy as np
 from scipy.optimize import nnls
 
-from .network import TwoLayerNetwork
+from .network import FeedForwardNetwork, lifted_inputs, smooth_relu
 from .results import Staircase
-from .validation import check_bool, check_int, check_positive, real_array
+from .validation import check_bool, check_int, real_array
 
 __all__ = [
     "ReLUNetwork",
@@ -56,13 +56,9 @@ __all__ = [
 ]
 
 
-def _lift(X, bias):
-    """Inputs ``x̃``: ``X`` itself, or ``X`` with a column of ones appended (the bias input)."""
-    return np.concatenate([X, np.ones((X.shape[0], 1))], axis=1) if bias else X
-
-
-class ReLUNetwork(TwoLayerNetwork):
-    """``f(x; Θ) = Σ_i a_i relu(w_iᵀx̃)``, rows ``θ_i = (w_i, a_i)`` with ``w_i ∈ R^{d(+1)}`` and ``a_i ∈ R^c``.
+class ReLUNetwork(FeedForwardNetwork):
+    """``f(x; Θ) = Σ_i a_i relu(w_iᵀx̃)``, rows ``θ_i = (w_i, a_i)`` with ``w_i ∈ R^{d(+1)}`` and ``a_i ∈ R^c``:
+    :class:`~agf_lib.network.FeedForwardNetwork` with ``activation="relu"``.
 
     ``bias=True`` appends a constant input 1 to ``x`` (``x̃ = (x, 1)``), so the bias is ``w_i``'s last entry
     and the neuron stays homogeneous of degree κ = 2. With ``z_in = w_iᵀx̃_n`` and ``m_in = ⟨a_i, r_n⟩`` the
@@ -74,63 +70,8 @@ class ReLUNetwork(TwoLayerNetwork):
     :class:`SmoothReLUNetwork` there (see the module docstring).
     """
 
-    kappa = 2
-
     def __init__(self, d, H, c=1, *, bias=False):
-        d, H, c = check_int(d, "d"), check_int(H, "H"), check_int(c, "c")
-        self.bias = check_bool(bias, "bias")
-        self.input_dim, self.num_neurons, self.output_dim = d, H, c
-        self.weight_dim = d + int(self.bias)
-        self.num_params = self.weight_dim + c
-        self.neurons_share_inputs = True
-
-    def _activation(self, w, Xt):
-        """``(σ(w_iᵀx̃_n), ∇_w σ(w_iᵀx̃_n) as (coefficient of x̃_n, coefficient of w_i))``, each of shape (H, n)."""
-        z = w @ Xt.T
-        return np.maximum(z, 0.0), (z > 0).astype(float), None
-
-    def neuron_outputs(self, theta, X):
-        w, a = theta[:, : self.weight_dim], theta[:, self.weight_dim :]
-        s = self._activation(w, _lift(X, self.bias))[0]
-        return s[:, :, None] * a[:, None, :]
-
-    def weighted_output(self, phi, X, weights):
-        w, a = phi[:, : self.weight_dim], phi[:, self.weight_dim :]
-        s = self._activation(w, _lift(X, self.bias))[0]
-        return (s * weights[:, None]).T @ a
-
-    def batched_weighted_output(self, phi, X, weights):
-        T, H, P = phi.shape
-        s = self._activation(phi[..., : self.weight_dim].reshape(T * H, -1), _lift(X, self.bias))[0]
-        return np.matmul((s.reshape(T, H, -1) * weights[..., None]).swapaxes(1, 2), phi[..., self.weight_dim :])
-
-    def utility_gradient(self, theta, X, residual):
-        Xt = _lift(X, self.bias)
-        activation = self._activation(theta[:, : self.weight_dim], Xt)
-        grad, m = self._gradient(theta, Xt, residual, activation)
-        return (activation[0] * m).sum(1) / X.shape[0], grad
-
-    def _gradient(self, theta, Xt, residual, activation):
-        n, k = Xt.shape[0], self.weight_dim
-        w, a = theta[:, :k], theta[:, k:]
-        s, along_x, along_w = activation
-        m = a @ residual.T                                            # (H, n)
-        grad = np.empty_like(theta)
-        grad[:, :k] = (along_x * m) @ Xt / n
-        if along_w is not None:
-            grad[:, :k] += (along_w * m).sum(1)[:, None] * w / n
-        grad[:, k:] = s @ residual / n
-        return grad, m
-
-    def chart_residual_gradient(self, phi, X, y, weights):
-        Xt = _lift(X, self.bias)
-        activation = self._activation(phi[:, : self.weight_dim], Xt)   # shared by the output and the gradient
-        residual = y - (activation[0] * weights[:, None]).T @ phi[:, self.weight_dim :]
-        return residual, self._gradient(phi, Xt, residual, activation)[0]
-
-    def initial_theta(self, *, alpha, seed=0):
-        """See :func:`initial_theta`."""
-        return initial_theta(self, alpha=alpha, seed=seed)
+        super().__init__(d, H, c, activation="relu", bias=bias)
 
     def __repr__(self):
         return (f"{type(self).__name__}(d={self.input_dim}, H={self.num_neurons}, c={self.output_dim}, "
@@ -138,7 +79,9 @@ class ReLUNetwork(TwoLayerNetwork):
 
 
 class SmoothReLUNetwork(ReLUNetwork):
-    """The κ = 2 surrogate ``a_i σ_ε(w_i, x̃)`` with ``σ_ε(w, x̃) = ε‖w‖ softplus(wᵀx̃ / (ε‖w‖))``.
+    """The κ = 2 surrogate ``a_i σ_ε(w_i, x̃)`` with ``σ_ε(w, x̃) = ε‖w‖ softplus(wᵀx̃ / (ε‖w‖))``:
+    :class:`~agf_lib.network.FeedForwardNetwork` with the activation
+    :func:`~agf_lib.network.smooth_relu` ``(eps)``.
 
     ``σ_ε`` is positively homogeneous of degree one in ``w`` and lies between ``relu(wᵀx̃)`` and
     ``relu(wᵀx̃) + ε‖w‖ log 2``. With ``u = wᵀx̃/(ε‖w‖)`` and ``s = sigmoid(u)`` its gradient is
@@ -146,25 +89,12 @@ class SmoothReLUNetwork(ReLUNetwork):
         ∇_w σ_ε = s x̃ + ε (softplus(u) − u s) w/‖w‖,
 
     which enters the utility gradient as in :class:`ReLUNetwork`. Integrate it with ``method="LSODA"``.
+    ``eps`` must be a real number in ``(0, 1]``.
     """
 
     def __init__(self, d, H, c=1, *, eps=1e-4, bias=False):
-        super().__init__(d, H, c, bias=bias)
-        if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)):
-            raise TypeError(f"eps must be a real number, got {type(eps).__name__}")
-        eps = float(eps)
-        if not (math.isfinite(eps) and 0 < eps <= 1):
-            raise ValueError(f"eps must be in (0, 1], got {eps!r}")
-        self.eps = eps
-
-    def _activation(self, w, Xt):
-        norm = np.sqrt(np.einsum("hp,hp->h", w, w))
-        width = self.eps * np.maximum(norm, 1e-300)[:, None]         # ε‖w‖; a zero w outputs zero below
-        u = (w @ Xt.T) / width
-        soft = np.logaddexp(0.0, u)
-        s = 0.5 * (1.0 + np.tanh(0.5 * u))
-        along_w = self.eps * (soft - u * s) / np.maximum(norm, 1e-300)[:, None]
-        return width * soft * (norm > 0)[:, None], s, along_w
+        FeedForwardNetwork.__init__(self, d, H, c, activation=smooth_relu(eps), bias=bias)
+        self.eps = self.activation_function.eps
 
     def __repr__(self):
         return (f"SmoothReLUNetwork(d={self.input_dim}, H={self.num_neurons}, c={self.output_dim}, "
@@ -173,15 +103,11 @@ class SmoothReLUNetwork(ReLUNetwork):
 
 def initial_theta(network, *, alpha, seed=0):
     """The paper's initialization for ``network`` (a :class:`ReLUNetwork`): ``w_i ~ N(0, α²/(2k) I_k)`` with
-    ``k = d (+1 with a bias)`` and ``a_i ~ N(0, α²/(2c) I_c)``, so ``E‖θ_i‖² = α²``; seeded. Shape ``(H, P)``."""
+    ``k = d (+1 with a bias)`` and ``a_i ~ N(0, α²/(2c) I_c)``, so ``E‖θ_i‖² = α²``; seeded. Shape ``(H, P)``.
+    The same as ``network.initial_theta``."""
     if not isinstance(network, ReLUNetwork):
         raise TypeError(f"network must be a ReLUNetwork or SmoothReLUNetwork, got {type(network).__name__}")
-    alpha = check_positive(alpha, "alpha")
-    rng = np.random.default_rng(check_int(seed, "seed", 0))
-    H, k, c = network.num_neurons, network.weight_dim, network.output_dim
-    w = rng.normal(0.0, alpha / math.sqrt(2 * k), (H, k))
-    a = rng.normal(0.0, alpha / math.sqrt(2 * c), (H, c))
-    return np.concatenate([w, a], axis=1)
+    return network.initial_theta(alpha=alpha, seed=seed)
 
 
 def orthogonal_data(targets):
@@ -250,7 +176,7 @@ def _check_xr(X, residual, bias):
         r = r[:, 0]
     if r.shape != (X.shape[0],):
         raise ValueError(f"residual must have shape (n,) or (n, 1) with n = {X.shape[0]}, got {r.shape}")
-    return _lift(X, check_bool(bias, "bias")), r
+    return lifted_inputs(X, check_bool(bias, "bias")), r
 
 
 def _check_pattern(pattern, n):
@@ -297,7 +223,7 @@ def activation_patterns(X, *, bias=False, num_samples=20000, seed=0):
         raise ValueError(f"X must have shape (n, d), got {X.shape}")
     if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
         raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}")
-    Xt = _lift(X, check_bool(bias, "bias"))
+    Xt = lifted_inputs(X, check_bool(bias, "bias"))
     directions = np.random.default_rng(check_int(seed, "seed", 0)).standard_normal((num_samples, Xt.shape[1]))
     return np.unique(directions @ Xt.T > 0, axis=0)
 
