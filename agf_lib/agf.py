@@ -49,7 +49,7 @@ from scipy.optimize import brentq
 from ._polar import LogChartField, PolarField, half_log_sum_exp2, log_chart_applies, pack, to_polar
 from ._engine import (ROUNDING_CHECK_NORM, ROUNDING_PERTURBATION, SOLVER_CLASSES, check_network, check_progress,
                       check_solver, progress_bar, rounding_of_jumps, single_thread, unpack_data)
-from .results import Staircase
+from .results import GF_TIME, Staircase
 from .validation import check_bool, check_fraction, check_max_jumps, check_positive
 
 __all__ = ["alternating_gradient_flow", "CostStepError"]
@@ -239,7 +239,8 @@ class _CostCoordinates(Protocol):
         """The state of the active neurons at ``(dirs, logn)``; :meth:`split` inverts it to rounding."""
 
     def split(self, state):
-        """``(dirs, logn)`` at ``state``: the unit directions and log-norms, new arrays."""
+        """``(dirs, logn)`` at ``state``: the unit directions (a new array) and the log-norms (which may share
+        memory with ``state``: the phase copies what it keeps past the solver's next step)."""
 
     def log_norms(self, state):
         """``log‖θ_i‖`` of each active neuron at ``state``, shape ``(H,)``, as a new array (a solver may write
@@ -722,5 +723,5 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
         evaluations += rerun.evaluations
         rounding = rounding_of_jumps(np.array(times), np.array(losses), order, rerun)
     return Staircase(np.array(times), np.array(losses), order, states=states, active=active_sets,
-                     time_unit="t", deactivated=deactivated, stop_reason=stop_reason,
+                     time_unit=GF_TIME, deactivated=deactivated, stop_reason=stop_reason,
                      evaluations=evaluations, **rounding)
