@@ -157,7 +157,7 @@ LATE_PROBE = """<script>
     Array.prototype.forEach.call(article.querySelectorAll('mjx-container:not([display="true"])'), function (math) {
       var holder = math.parentElement && math.parentElement.classList.contains("math") ? math.parentElement : math;
       var next = holder.nextSibling;
-      if (!next || next.nodeType !== 3 || !/^[)\],.;:!?]/.test(next.textContent)) return;
+      if (!next || next.nodeType !== 3 || !/^[)\\],.;:!?]/.test(next.textContent)) return;
       var range = document.createRange();
       range.setStart(next, 0);
       range.setEnd(next, 1);

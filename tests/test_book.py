@@ -7,13 +7,17 @@ Cheap checks of what is committed:
   every exercise titled with its difficulty and time (the teacher's guide lists them);
 - the README's test command is the one CI runs, and its build command the one the publishing
   workflow (.github/workflows/book.yml) runs before deploying to GitHub Pages;
-- the default test run executes each chapter once (chapters are not in testpaths);
+- the default test run executes each chapter once, with nbval (chapters/ in testpaths), and the book
+  build reuses those runs (tests/chapter_runs.py);
 - _config.yml: launch buttons ready for repository.url, Thebe off, solutions shown.
 
-The built book (marker `book`; one build per session, in a temporary directory, which is the only
-execution of every chapter in `python -m pytest`):
-- every chapter executes: a failing cell fails `test_chapter_executes[NN_slug]` with the cell's index,
-  source and traceback; each chapter's execution time is printed after the test summary
+The built book (marker `book`; one build per session, in a temporary directory). In `python -m pytest`
+nbval has executed every chapter (a failing cell fails `chapters/NN_slug.ipynb::Cell k` with its source
+and traceback) and the build takes the outputs from those runs, executing nothing; with the book tests
+alone (`-m book`, this file) the build executes every chapter itself:
+- every chapter executes once: in nbval's run, without a failing cell, and the build took its outputs from
+  it; or, in a build that executes, a failing cell fails `test_chapter_executes[NN_slug]` with the cell's
+  index, source and traceback; each chapter's execution time is printed after the test summary
   (tests/book_report.py);
 - the build is warning-free under `-W -n --keep-going`;
 - no rendered page shows raw MyST or Sphinx markup;
@@ -42,9 +46,11 @@ import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import nbformat
 import pytest
 import yaml
 
+import chapter_runs
 from book_browser import measure_page
 from book_report import BUILD_PROPERTY, EXECUTION_PROPERTY
 
@@ -356,13 +362,25 @@ def run_build(args, timeout=BUILD_TIMEOUT_S):
 # Cheap checks of the configuration
 
 
-def test_default_test_run_executes_each_chapter_once():
+def test_default_test_run_executes_each_chapter_once_with_nbval():
+    """`python -m pytest` collects chapters/ (nbval, --nbval-lax) before tests/, keeps each file on one worker
+    in that order (so a chapter's cells share a kernel, and every chapter is handed out before the book
+    tests), and loads tests/chapter_runs.py, which keeps nbval's runs for the book build."""
     options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    assert "chapters" not in options["testpaths"], (
-        "chapters/ is in testpaths: nbval would execute every chapter a second time, besides the book build"
-    )
-    assert "--nbval-lax" in options["addopts"], "`python -m pytest chapters/NN_slug.ipynb` needs --nbval-lax in addopts"
-    assert "--dist loadfile" in options["addopts"], "the book tests must share one worker (and one build)"
+    assert options["testpaths"] == ["chapters", "tests"], options["testpaths"]
+    addopts = options["addopts"].split()
+    for option in ("--nbval-lax", "--nbval-current-env", "--no-loadscope-reorder", "chapter_runs", "book_report"):
+        assert option in addopts, f"{option} missing from addopts"
+    assert " ".join(addopts).count("--dist loadfile") == 1, "a chapter's cells must share one worker (and kernel)"
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["execute"]["execute_notebooks"] == "force", "the README's build must execute every chapter itself"
+
+
+def test_the_book_tests_that_run_apart_exist():
+    """tests/chapter_runs.py schedules these tests apart from the book build: a renamed one would silently
+    fall back into the build's unit (and lengthen the run)."""
+    names = {node.name for node in ast.parse(Path(__file__).read_text()).body if isinstance(node, ast.FunctionDef)}
+    assert set(chapter_runs.APART) <= names, set(chapter_runs.APART) - names
 
 
 def test_config_has_launch_buttons_ready_and_no_thebe():
@@ -433,31 +451,66 @@ def test_student_edition_tool_hides_solutions_and_nothing_else():
 # The built book
 
 
-BUILD_SECONDS = []    # the book build's wall time, for the report
+BUILD_SECONDS = []    # (the book build's wall time, the seconds it waited for nbval's runs), for the report
+REUSED = {}           # {chapter stem: (executed notebook, {"seconds", "failed"})} of nbval's runs the build used
 
 
 @pytest.fixture(scope="session")
-def book_build(tmp_path_factory):
+def book_build(request, tmp_path_factory):
     """Build the book from the work tree into a temporary directory; return (returncode, log, html_dir).
 
-    This is the one execution of every chapter in the test run.
+    Where this session runs every chapter with nbval (``python -m pytest``), the build reuses those runs:
+    it waits for their executed notebooks (tests/chapter_runs.py) and reads the outputs from them, through
+    jupyter-book's cache, instead of executing the chapters again. Otherwise (``-m book``, this file alone)
+    the build executes every chapter itself, as the README's build command does.
     """
     jupyter_book = find_jupyter_book()
     if jupyter_book is None:
         pytest.fail("jupyter-book is not installed (pip install -r requirements.txt)")
     output = tmp_path_factory.mktemp("book")
+    command = [jupyter_book, "build", str(ROOT), "--path-output", str(output), "-W", "-n", "--keep-going", "--all"]
+    stems = chapter_runs.chapters_in_session(request.config)
     start = time.perf_counter()
-    returncode, log = run_build(
-        [jupyter_book, "build", str(ROOT), "--path-output", str(output), "-W", "-n", "--keep-going", "--all"]
-    )
-    BUILD_SECONDS.append(time.perf_counter() - start)
+    if stems:
+        REUSED.update(chapter_runs.wait_for_executed_chapters(request.config, stems))
+        command += ["--config", str(config_reusing_executions(output, REUSED))]
+    waited, start = time.perf_counter() - start, time.perf_counter()
+    returncode, log = run_build(command)
+    BUILD_SECONDS.append((time.perf_counter() - start, waited))
     return returncode, log, output / "_build" / "html"
+
+
+def config_reusing_executions(folder, executed):
+    """A copy of _config.yml, written into ``folder``, whose build takes the outputs of the chapters in
+    ``executed`` from a jupyter-cache filled with their executed notebooks (``execute_notebooks: cache``: a
+    chapter missing from it is executed by the build). Its path for ``jupyter-book build --config``."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    cache = get_cache(folder / "jupyter_cache")
+    for stem, (path, run) in executed.items():
+        notebook = nbformat.read(path, as_version=4)
+        cache.cache_notebook_bundle(CacheBundleIn(notebook, str(path), data={"execution_seconds": run["seconds"]}),
+                                    check_validity=False, overwrite=True)
+    _, path = book_config(folder, execute_notebooks="cache", cache=str(folder / "jupyter_cache"))
+    return path
 
 
 @pytest.mark.book
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=[path.stem for path in CHAPTERS])
 def test_chapter_executes(book_build, notebook, record_property):
+    """The chapter executed without error, once: in nbval's run (its cells are tests of their own, and
+    REUSED holds the run) or, without nbval in the session, in the book build."""
     _, log, html = book_build
+    if notebook.stem in REUSED:
+        _, run = REUSED[notebook.stem]
+        record_property(EXECUTION_PROPERTY, (notebook.stem, run["seconds"]))
+        assert f"{notebook.stem}.ipynb: Using cached notebook" in log, (
+            f"{notebook.name}: the build did not take nbval's run of the chapter from its cache")
+        assert notebook.stem not in execution_times(log), f"{notebook.name}: the build executed it a second time"
+        assert not run["failed"], (f"{notebook.name}: nbval's run failed at {', '.join(run['failed'])} "
+                                   f"(see chapters/{notebook.name}::{run['failed'][0]}); the book shows that run")
+        return
     seconds = execution_times(log).get(notebook.stem, "missing")
     record_property(EXECUTION_PROPERTY, (notebook.stem, seconds if seconds != "missing" else None))
     report = html / "reports" / "chapters" / f"{notebook.stem}.err.log"
@@ -470,7 +523,8 @@ def test_chapter_executes(book_build, notebook, record_property):
 def test_book_builds_without_warnings(book_build, record_property):
     returncode, log, _ = book_build
     processes = READ_PROCESSES.search(log)
-    record_property(BUILD_PROPERTY, (BUILD_SECONDS[-1], int(processes["n"]) if processes else 1))
+    seconds, waited = BUILD_SECONDS[-1]
+    record_property(BUILD_PROPERTY, (seconds, int(processes["n"]) if processes else 1, len(execution_times(log)), waited))
     warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
     # ipykernel's notice at every kernel start is not a Sphinx warning and says nothing about the book; nor
     # is tornado's report of a kernel message that arrived as its client closed, seen once in a CI run
@@ -617,6 +671,7 @@ def test_no_javascript_error_and_no_network_request_in_chromium(book_build, brow
     assert not problems, f"{page}: the browser console reports:\n" + "\n".join(problems)
 
 
+@pytest.mark.book
 def test_the_index_lists_every_key_term_where_chapters_first_use_it(book_build):
     """_ext/results_index.py indexes each of KEY_TERMS at its first paragraph in every chapter that names it."""
     sys.path.insert(0, str(ROOT / "_ext"))
@@ -790,7 +845,9 @@ def student_build(tmp_path_factory):
 
 @pytest.mark.book
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=[path.stem for path in CHAPTERS])
-def test_student_edition_has_every_exercise_and_no_solution(student_build, book_build, notebook):
+def test_student_edition_has_every_exercise_and_no_solution(student_build, notebook):
+    """(It needs no execution of the chapters, and runs apart from the book build, on either test worker:
+    tests/chapter_runs.py schedules it as a unit of its own.)"""
     returncode, log, html = student_build
     assert returncode == 0, f"the student edition failed to build:\n{log[-3000:]}"
     page = (html / "chapters" / f"{notebook.stem}.html").read_text()
@@ -799,12 +856,6 @@ def test_student_edition_has_every_exercise_and_no_solution(student_build, book_
     assert shown == exercises, f"{notebook.name}: {exercises} exercises in the chapter, {shown} in the student edition"
     assert 'class="solution' not in page, f"{notebook.name}: a solution block is in the student edition"
     text = " ".join(visible_text(article_html(page)).split())
-    book_page = book_build[2] / "chapters" / f"{notebook.stem}.html"
-    if fingerprints and book_page.is_file():
-        book_text = " ".join(visible_text(article_html(book_page.read_text())).split())
-        assert any(" ".join(line.split()) in book_text for line in fingerprints), (
-            f"{notebook.name}: none of its solution lines is found in the book itself: this test would see no leak"
-        )
     leaked = [line for line in fingerprints if " ".join(line.split()) in text]
     assert not leaked, f"{notebook.name}: solution text in the student edition:\n" + "\n".join(leaked[:10])
     # the page's download button offers the notebook: it must not carry the solutions either
@@ -821,21 +872,50 @@ def test_student_edition_has_every_exercise_and_no_solution(student_build, book_
 
 
 @pytest.mark.book
-def test_launch_buttons_appear_once_repository_url_is_set(tmp_path):
-    jupyter_book = find_jupyter_book()
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=[path.stem for path in CHAPTERS])
+def test_the_solutions_that_the_student_edition_must_hide_are_on_the_book_pages(book_build, notebook):
+    """The fingerprints that test_student_edition_has_every_exercise_and_no_solution looks for are text the
+    book itself shows: otherwise that test would see no leak."""
+    _, fingerprints = source_exercises(notebook)
+    book_page = book_build[2] / "chapters" / f"{notebook.stem}.html"
+    if not fingerprints or not book_page.is_file():
+        pytest.skip(f"{notebook.name}: no solution text to look for" if not fingerprints else "page not built")
+    book_text = " ".join(visible_text(article_html(book_page.read_text())).split())
+    assert any(" ".join(line.split()) in book_text for line in fingerprints), (
+        f"{notebook.name}: none of its solution lines is found in the book itself: the student edition's test "
+        "would see no leak"
+    )
+
+
+def book_config(folder, **execute):
+    """A copy of _config.yml written into ``folder`` (``execute`` keys replaced), for ``jupyter-book build
+    --config``: its local extensions' folders, which jupyter-book reads relative to the configuration file,
+    made absolute. Returns (the configuration, its path); write it again after changing it."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    config["repository"]["url"] = "https://github.com/example-owner/example-book"
-    config["execute"]["execute_notebooks"] = "off"
-    # The configuration must sit in the book's folder: its paths are relative to it.
-    path = ROOT / ".launch_test_config.yml"
+    config["execute"].update(execute)
+    config["sphinx"]["local_extensions"] = {name: str(ROOT / path) for name, path in
+                                            config["sphinx"]["local_extensions"].items()}
+    path = folder / "_config.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    try:
-        returncode, log = run_build(
-            [jupyter_book, "build", str(ROOT), "--config", str(path), "--path-output", str(tmp_path), "--all"]
-        )
-    finally:
-        path.unlink(missing_ok=True)
+    return config, path
+
+
+@pytest.mark.book
+def test_launch_buttons_appear_once_repository_url_is_set(tmp_path):
+    """A build of the landing page and the first chapter alone (without execution) is enough to see the
+    buttons: it takes seconds where the whole book takes a minute."""
+    jupyter_book = find_jupyter_book()
+    config, path = book_config(tmp_path, execute_notebooks="off")
+    config["repository"]["url"] = "https://github.com/example-owner/example-book"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    toc = tmp_path / "_toc.yml"
+    toc.write_text(yaml.safe_dump({"format": "jb-book", "root": "intro",
+                                   "chapters": [{"file": f"chapters/{CHAPTERS[0].stem}"}]}, sort_keys=False))
+    output = tmp_path / "book"
+    returncode, log = run_build(
+        [jupyter_book, "build", str(ROOT), "--config", str(path), "--toc", str(toc), "--path-output", str(output), "--all"]
+    )
     assert returncode == 0, f"the build with repository.url set failed:\n{log[-3000:]}"
-    page = (tmp_path / "_build" / "html" / "chapters" / f"{CHAPTERS[0].stem}.html").read_text()
+    page = (output / "_build" / "html" / "chapters" / f"{CHAPTERS[0].stem}.html").read_text()
     assert "mybinder.org/v2/gh/example-owner/example-book" in page, "no Binder launch button"
     assert "colab.research.google.com" not in page, "a Colab button, though Colab would lack agf_lib"
