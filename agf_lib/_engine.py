@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import multiprocessing
 import sys
 import warnings
 
@@ -222,13 +223,17 @@ def check_progress(progress):
 
 
 def watched():
-    """Whether someone is probably watching this process's output: its standard error is a terminal, or it
-    is an IPython kernel running a request from a front end that accepts input (Jupyter, VS Code).
+    """Whether someone is probably watching this process's output: it is not a worker process, and its
+    standard error is a terminal, or it is an IPython kernel running a request from a front end that
+    accepts input (Jupyter, VS Code).
 
     The headless executors send their requests with ``allow_stdin = False`` (nbclient, which the book build
     runs through myst-nb, and nbval, which runs the chapters as tests), and pytest captures standard error:
-    neither the book's pages nor the test logs get a bar.
+    neither the book's pages nor the test logs get a bar. A worker (joblib's processes in a limit study, a
+    multiprocessing pool) writes to its parent's terminal, where its siblings' bars would interleave.
     """
+    if multiprocessing.parent_process() is not None:
+        return False
     try:
         if sys.stderr is not None and sys.stderr.isatty():
             return True

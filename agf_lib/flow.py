@@ -134,9 +134,9 @@ def gradient_flow(network, data, theta0, t_end, *, eta=1.0, method="DOP853", rto
 
     *Progress.* With ``progress=None`` a bar appears once a run has taken 5 s of wall time, and only
     where standard error is a terminal or the call comes from an interactive Jupyter front end (one
-    that accepts input). The headless executors that run the book's chapters, nbclient in the book
-    build and nbval in the tests, send their cells without input, and pytest captures standard error,
-    so the pages and the test logs never show a bar.
+    that accepts input), and not in a worker process (a limit study's). The headless executors that
+    run the book's chapters, nbclient in the book build and nbval in the tests, send their cells
+    without input, and pytest captures standard error, so the pages and the test logs never show a bar.
 
     Raises
     ------

@@ -434,3 +434,16 @@ def test_automatic_progress_shows_a_bar_only_where_someone_watches(feedforward_p
 def test_progress_must_be_true_false_or_none(feedforward_problem, value):
     with pytest.raises(TypeError, match=f"^progress must be True, False or None, got {type(value).__name__}$"):
         quick_run(feedforward_problem, progress=value)
+
+
+def test_watched_means_a_terminal_in_the_main_process_and_never_in_a_worker(monkeypatch):
+    from agf_lib import _engine
+
+    class Terminal:
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr("sys.stderr", Terminal())
+    assert _engine.watched()
+    monkeypatch.setattr("multiprocessing.parent_process", lambda: object())      # as in a joblib worker
+    assert not _engine.watched()
