@@ -46,11 +46,20 @@ One neuron aligned with ``h`` computes ``w z²`` with ``z = A x̂[h] (σ_u (−1
 and it fits one half of the frequency (a pair's neuron fits one ninth); two neurons with opposite ``σ_uσ_v``
 cancel the constant mode and fit it exactly (:func:`harmonic_neurons`).
 
+**A front on** :mod:`agf_lib.groups`. Modular addition is composition over the cyclic group
+(:func:`agf_lib.groups.cyclic`) with ``k = 2`` summands, frequency ``m`` its irrep class ``m``: the network is
+:class:`agf_lib.groups.CompositionNetwork` at ``cyclic(p)``, and the dataset, the initialization, Lemma F.2,
+Theorem F.3's maximum, the order of learning, the levels and the staircases are those of
+:mod:`agf_lib.groups` at ``cyclic(p)``, spoken in frequencies. What is modular's own: the harmonic
+maximizers with their phases (:func:`utility_maximizer`), the neurons that fit a frequency exactly
+(:func:`harmonic_neurons`) and the output's power spectrum (:func:`output_power`). The tests check the
+group formulas at ``cyclic(p)`` against the closed forms above written in the DFT (``tests/test_modular.py``).
+
 **Research scale.** Over all ``p²`` pairs a neuron's pre-activation is ``U_i(a) + V_i(b)`` with ``U_i``, ``V_i``
 cross-correlations of ``u_i``, ``v_i`` with ``x``, so the population loss, the utilities and their gradients
 reduce to ``H × H`` Gram matrices of these functions and Fourier transforms on the template's frequencies:
-the structured evaluation of :mod:`agf_lib.groups` (derived there, for any group and ``k``), which the network
-takes on :func:`dataset` from ``p = 45`` on (``structured`` in :class:`QuadraticModularNetwork`).
+the structured evaluation of :mod:`agf_lib.structured_loss` (derived there, for any group and ``k``), which the
+network takes on :func:`dataset` from ``p = 45`` on (``structured`` in :class:`QuadraticModularNetwork`).
 
 Contract of the setting: :class:`QuadraticModularNetwork`, :func:`initial_theta`, :func:`dataset`,
 :func:`agf_staircase` (AGF at finite α, GF time) and :func:`limit_staircase` (its α → 0 limit in ``t·α``,
@@ -59,16 +68,14 @@ or ``t/log(1/α)`` with the adaptive rate); :func:`fourier_utility` is Lemma F.2
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
-from .dft import dft, dominant_frequencies, harmonic
-from .escape import jump_times
-from .network import TwoLayerNetwork
-from .results import Staircase
-from .groups import _StructuredNetwork, _check_structured
-from .validation import real_array, check_positive, check_int, check_centred, check_real
+from . import groups
+from .dft import dft, harmonic
+from .validation import real_array, check_fraction, check_int, check_centred, check_real
 
 __all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_theta", "fourier_utility",
            "max_utility", "learning_order", "utility_maximizer", "harmonic_neurons", "levels", "agf_staircase",
@@ -83,6 +90,12 @@ def check_template(x, *, name="x"):
     return check_centred(x, name)
 
 
+@functools.lru_cache(maxsize=8)
+def _cyclic(p):
+    """``groups.cyclic(p)``, built once per ``p`` (a FiniteGroup is immutable)."""
+    return groups.cyclic(p)
+
+
 def _multiplicity(k, p):
     """``C_k``: 1 for the real frequency ``p/2`` (its own conjugate), 2 for a conjugate pair ``±k``."""
     return 1 if (2 * k) % p == 0 else 2
@@ -92,88 +105,34 @@ def dataset(x):
     """All ``p²`` pairs ``(a·x, b·x) ↦ (a+b)·x`` for a centred template ``x``.
 
     Returns ``X`` of shape ``(p², 2p)`` (row ``a·p + b`` is ``[a·x, b·x]``) and ``Y`` of shape
-    ``(p², p)``, with ``(a·x)[j] = x[j − a]`` (``numpy.roll(x, a)``).
+    ``(p², p)``, with ``(a·x)[j] = x[j − a]`` (``numpy.roll(x, a)``): :func:`agf_lib.groups.dataset` at
+    ``cyclic(p)``.
     """
     x = check_template(x)
-    p = x.size
-    shifts = np.stack([np.roll(x, a) for a in range(p)])          # shifts[a] = a·x
-    a, b = np.divmod(np.arange(p * p), p)
-    return np.concatenate([shifts[a], shifts[b]], axis=1), shifts[(a + b) % p]
+    return groups.dataset(x, _cyclic(x.size))
 
 
-class QuadraticModularNetwork(_StructuredNetwork, TwoLayerNetwork):
+class QuadraticModularNetwork(groups.CompositionNetwork):
     """``f(a·x, b·x; Θ) = Σ_i w_i (⟨u_i, a·x⟩ + ⟨v_i, b·x⟩)²``: the paper's network for modular addition.
 
     ``theta`` has shape ``(H, 3p)``, each row ``θ_i = (u_i, v_i, w_i)``; inputs ``X`` have shape
     ``(n, 2p)`` (the two shifted templates side by side, see :func:`dataset`), outputs ``p``
-    coordinates; κ = 3. Outputs and utility gradients are closed forms (no autograd):
-    with ``z_in = ⟨(u_i, v_i), x_n⟩`` and ``s_in = ⟨w_i, r_n⟩``,
+    coordinates; κ = 3. It is :class:`agf_lib.groups.CompositionNetwork` at ``cyclic(p)`` with ``k = 2``,
+    whose closed forms (no autograd) it uses: with ``z_in = ⟨(u_i, v_i), x_n⟩`` and ``s_in = ⟨w_i, r_n⟩``,
 
         U_i = E_n[z_in² s_in],   ∇_{(u_i,v_i)} U_i = 2 E_n[z_in s_in x_n],   ∇_{w_i} U_i = E_n[z_in² r_n].
 
     ``structured``: on the full dataset of a template (:func:`dataset`, recognized by comparing every row) the
-    engines take the structured population loss (module docstring; derived in :mod:`agf_lib.groups`), about
-    ``O(H²p)`` an evaluation instead of ``O(Hp³)`` and no ``(p², p)`` array, with ``True``; the dense closed
-    forms above (the reference) with ``False``; with ``None`` (default) the structured one for ``p² ≥``
-    :data:`agf_lib.groups.STRUCTURED_MIN_ROWS` (``p ≥ 45``). ``structured_evaluation`` returns the
+    engines take the structured population loss (:mod:`agf_lib.structured_loss`), about ``O(H²p)`` an
+    evaluation instead of ``O(Hp³)`` and no ``(p², p)`` array, with ``True``; the dense closed forms above
+    (the reference) with ``False``; with ``None`` (default) the structured one for ``p² ≥``
+    :data:`agf_lib.structured_loss.STRUCTURED_MIN_ROWS` (``p ≥ 45``). ``structured_evaluation`` returns the
     structured loss, utilities and gradients.
     """
 
-    kappa = 3
-    neurons_share_inputs = True
-    k = 2
-
     def __init__(self, p, H, *, structured=None):
-        p = check_int(p, "p", 2)
-        self.p = p
-        self.num_neurons = check_int(H, "H")
-        self.input_dim, self.output_dim, self.num_params = 2 * p, p, 3 * p
-        self.structured = _check_structured(structured)
-        self._group_table = np.add.outer(np.arange(p), np.arange(p)) % p
-
-    def _irreps(self):
-        """The irreps ``a ↦ e^{2πi am/p}`` of Z/p, ``m = 0, …, p − 1``, each of shape ``(p, 1, 1)``."""
-        phases = np.exp(2j * np.pi * np.outer(np.arange(self.p), np.arange(self.p)) / self.p)
-        return [phases[:, m, None, None] for m in range(self.p)]
-
-    def neuron_outputs(self, theta, X):
-        z = theta[:, : 2 * self.p] @ X.T
-        return (z * z)[:, :, None] * theta[:, None, 2 * self.p :]
-
-    def __call__(self, theta, X):
-        z = theta[:, : 2 * self.p] @ X.T
-        return (z * z).T @ theta[:, 2 * self.p :]
-
-    def weighted_output(self, phi, X, weights):
-        z = phi[:, : 2 * self.p] @ X.T
-        return (z * z * weights[:, None]).T @ phi[:, 2 * self.p :]
-
-    def batched_weighted_output(self, phi, X, weights):
-        T, H, _ = phi.shape                                     # one product for the stack: (T·H, 2p) by (2p, n)
-        z = (phi[..., : 2 * self.p].reshape(T * H, -1) @ X.T).reshape(T, H, -1)
-        return np.matmul((z * z * weights[..., None]).swapaxes(1, 2), phi[..., 2 * self.p :])
-
-    def utility_gradient(self, theta, X, residual):
-        z = theta[:, : 2 * self.p] @ X.T                       # (H, n)
-        grad, s, zz = self._gradient(theta, X, residual, z)
-        return (zz * s).sum(1) / X.shape[0], grad
-
-    def _gradient(self, theta, X, residual, z, zz=None):
-        n = X.shape[0]
-        s = theta[:, 2 * self.p :] @ residual.T                # (H, n)
-        zz = z * z if zz is None else zz
-        # scaled after the products, on the (H, P) results rather than the (H, n) factors
-        return np.concatenate([((z * s) @ X) * (2.0 / n), (zz @ residual) * (1.0 / n)], axis=1), s, zz
-
-    def chart_residual_gradient(self, phi, X, y, weights):
-        z = phi[:, : 2 * self.p] @ X.T                         # shared by the output and the gradient
-        zz = z * z
-        residual = y - zz.T @ (weights[:, None] * phi[:, 2 * self.p :])
-        return residual, self._gradient(phi, X, residual, z, zz)[0]
-
-    def initial_theta(self, *, alpha, seed=0):
-        """See :func:`initial_theta`."""
-        return initial_theta(self.p, self.num_neurons, alpha=alpha, seed=seed)
+        self.p = check_int(p, "p", 2)
+        super().__init__(_cyclic(self.p), H, k=2, structured=structured)
 
     def __repr__(self):
         return f"QuadraticModularNetwork(p={self.p}, H={self.num_neurons})"
@@ -182,14 +141,10 @@ class QuadraticModularNetwork(_StructuredNetwork, TwoLayerNetwork):
 def initial_theta(p, H, *, alpha, seed=0):
     """The paper's initialization for this network (``d = 2p`` inputs, ``c = p`` outputs), seeded.
 
-    ``(u_i, v_i) ~ N(0, α²/(4p) I_{2p})`` and ``w_i ~ N(0, α²/(2p) I_p)``, so ``E‖θ_i‖² = α²``.
-    Returns an array of shape ``(H, 3p)``.
+    ``(u_i, v_i) ~ N(0, α²/(4p) I_{2p})`` and ``w_i ~ N(0, α²/(2p) I_p)``, so ``E‖θ_i‖² = α²``
+    (:func:`agf_lib.groups.initial_theta` at ``cyclic(p)``). Returns an array of shape ``(H, 3p)``.
     """
-    p, H, alpha = check_int(p, "p"), check_int(H, "H"), check_positive(alpha, "alpha")
-    rng = np.random.default_rng(check_int(seed, "seed", 0))
-    uv = rng.normal(0.0, 1.0, (H, 2 * p)) * (alpha / math.sqrt(4 * p))
-    w = rng.normal(0.0, 1.0, (H, p)) * (alpha / math.sqrt(2 * p))
-    return np.concatenate([uv, w], axis=1)
+    return groups.initial_theta(_cyclic(check_int(p, "p")), H, alpha=alpha, seed=seed)
 
 
 def _check_frequency(xi, p, name="xi"):
@@ -200,22 +155,21 @@ def _check_frequency(xi, p, name="xi"):
     return int(xi) % p
 
 
-def _check_learned(learned):
-    """``learned``, a sequence of frequencies (each checked where it is used); TypeError for anything else."""
+def _learned_classes(learned, p):
+    """The irrep classes of ``cyclic(p)`` of the frequencies ``learned`` (class ``m`` is the pair ``±m``), and the
+    constant class 0, which a centred template leaves nothing to learn in."""
     if isinstance(learned, (str, bytes)) or not hasattr(learned, "__iter__"):
         raise TypeError(f"learned must be a sequence of integer frequencies, got {type(learned).__name__}")
-    return learned
-
-
-def _split_theta(theta, p):
-    theta = real_array(theta, "theta", "a (3p,) or (H, 3p) array")
-    if theta.ndim not in (1, 2) or theta.shape[-1] != 3 * p:
-        raise ValueError(f"theta must have shape (3p,) or (H, 3p) with 3p = {3 * p}, got {theta.shape}")
-    return theta[..., :p], theta[..., p : 2 * p], theta[..., 2 * p :]
+    classes = {0}
+    for k in learned:
+        k = _check_frequency(k, p, "learned")
+        classes.add(min(k, p - k))
+    return sorted(classes)
 
 
 def fourier_utility(theta, x, *, learned=()):
-    """Lemma F.2 in the frequency domain: ``U(θ) = (2/p³) Σ_k |x̂[k]|² conj(x̂_r[k]) û[k] v̂[k] conj(ŵ[k])``.
+    """Lemma F.2 in the frequency domain: ``U(θ) = (2/p³) Σ_k |x̂[k]|² conj(x̂_r[k]) û[k] v̂[k] conj(ŵ[k])``
+    (:func:`agf_lib.groups.utility` at ``cyclic(p)``).
 
     ``x_r`` is ``x`` with the frequencies in ``learned`` (and their conjugates) removed: the target
     left once those have been fitted (the updated utility of Appendix F); ``learned = ()`` gives the initial utility.
@@ -223,54 +177,37 @@ def fourier_utility(theta, x, *, learned=()):
     """
     x = check_template(x)
     p = x.size
-    u, v, w = _split_theta(theta, p)
-    x_hat = dft(x)
-    residual_hat = x_hat.copy()
-    for k in _check_learned(learned):
-        k = _check_frequency(k, p, "learned")
-        residual_hat[[k, p - k]] = 0.0
-    terms = np.abs(x_hat) ** 2 * np.conj(residual_hat) * dft(u) * dft(v) * np.conj(dft(w))
-    value = 2.0 / p**3 * terms.sum(-1).real
-    return float(value) if np.ndim(value) == 0 else value
-
-
-def _frequency_utilities(x, learned=()):
-    """``Ū*_k = √(4/(27p³ C_k)) |x̂[k]|³`` for ``k = 1, …, ⌊p/2⌋`` (Theorem F.3, and the module docstring for
-    ``p/2``), zero for the frequencies in ``learned``."""
-    p = x.size
-    magnitudes = np.abs(dft(x))[1 : p // 2 + 1].copy()
-    for k in _check_learned(learned):
-        k = _check_frequency(k, p, "learned")
-        magnitudes[min(k, p - k) - 1] = 0.0
-    C = np.array([_multiplicity(k, p) for k in range(1, p // 2 + 1)], dtype=float)
-    return np.sqrt(4.0 / (27.0 * p**3) / C) * magnitudes**3
+    theta = real_array(theta, "theta", "a (3p,) or (H, 3p) array")
+    if theta.ndim not in (1, 2) or theta.shape[-1] != 3 * p:
+        raise ValueError(f"theta must have shape (3p,) or (H, 3p) with 3p = {3 * p}, got {theta.shape}")
+    return groups.utility(theta, x, _cyclic(p), learned=_learned_classes(learned, p))
 
 
 def max_utility(x, *, learned=()):
     """Theorem F.3: the maximal utility of one quadratic neuron on the unit sphere,
     ``max_k √(4/(27p³C_k)) |x̂[k]|³`` over the frequencies not in ``learned`` (updated utility, Appendix F):
     ``√(2/(27p³)) |x̂[k]|³`` for a pair ``±k`` (``C_k = 2``), ``√(4/(27p³)) |x̂[p/2]|³`` for the real frequency
-    ``p/2`` of an even ``p`` (``C = 1``; derived in the module docstring).
+    ``p/2`` of an even ``p`` (``C = 1``; derived in the module docstring); :func:`agf_lib.groups.max_utility`
+    at ``cyclic(p)``.
 
     Zero when every frequency with a nonzero coefficient has been learned.
     """
     x = check_template(x)
-    return float(_frequency_utilities(x, learned).max())
+    return groups.max_utility(x, _cyclic(x.size), learned=_learned_classes(learned, x.size))
 
 
 def learning_order(x, *, tol=1e-12):
-    """The frequencies in the order of learning: decreasing maximal utility ``|x̂[k]|³/√C_k``.
+    """The frequencies in the order of learning: decreasing maximal utility ``|x̂[k]|³/√C_k``
+    (:func:`agf_lib.groups.learning_order` at ``cyclic(p)``).
 
     The frequencies are those of :func:`agf_lib.dft.dominant_frequencies` (``|x̂[k]| > tol · max|x̂|``); ties
     keep the lower frequency first. For odd ``p`` this is their order by ``|x̂[k]|``; for even ``p`` the real
     frequency ``p/2`` counts as ``2^{1/6} |x̂[p/2]|`` (its utility is ``√2`` times a pair's, module docstring).
     """
     x = check_template(x)
-    p = x.size
-    present = dominant_frequencies(x, tol=tol)
-    magnitudes = np.abs(dft(x))
-    key = [magnitudes[k] * (2.0 ** (1.0 / 6.0) if _multiplicity(k, p) == 1 else 1.0) for k in present]
-    return present[np.argsort(-np.array(key), kind="stable")] if present.size else present
+    tol = check_fraction(tol, "tol", zero_ok=True)
+    order = groups.learning_order(x, _cyclic(x.size), tol=tol)
+    return np.array([m for m in order if m != 0], dtype=int)      # the constant class holds nothing to learn
 
 
 def utility_maximizer(x, *, xi=None, s_u=0.0, s_v=0.0):
@@ -364,33 +301,15 @@ def _real_harmonic_neurons(x, xi, N):
 
 
 def levels(x):
-    """Loss levels ``ℓ^(k) = ½‖x‖² − (1/(2p)) Σ_{l≤k} C_{ξ_l} |x̂[ξ_l]|²`` after learning ``k`` frequencies (Eq. 9).
+    """Loss levels ``ℓ^(k) = ½‖x‖² − (1/(2p)) Σ_{l≤k} C_{ξ_l} |x̂[ξ_l]|²`` after learning ``k`` frequencies (Eq. 9;
+    :func:`agf_lib.groups.levels` at ``cyclic(p)``).
 
     ``ξ_1, ξ_2, …`` is :func:`learning_order`; ``C = 2`` for a pair ``±ξ`` (a drop of ``|x̂[ξ]|²/p``), ``C = 1``
     for the real frequency ``p/2`` of an even ``p`` (its power counts once). The last level is zero (up to
     rounding).
     """
     x = check_template(x)
-    order = learning_order(x)
-    C = np.array([_multiplicity(int(k), x.size) for k in order], dtype=float)
-    drops = C * np.abs(dft(x))[order] ** 2 / (2 * x.size)
-    return 0.5 * float(x @ x) - np.concatenate([[0.0], np.cumsum(drops)])
-
-
-def _fourier(x, initial_norm, eta, adaptive_rate):
-    x = check_template(x)
-    eta = check_positive(eta, "eta")
-    order = [int(k) for k in learning_order(x)]
-    utilities = np.array([max_utility(x, learned=order[:k]) for k in range(len(order))])
-    times, unit = jump_times(utilities, kappa=3, initial_norm=initial_norm, eta=eta, adaptive_rate=adaptive_rate)
-    x_hat = dft(x)
-    states, kept = [np.zeros_like(x)], np.zeros_like(x_hat)
-    for k in order:
-        kept[[k, -k]] = x_hat[[k, -k]]
-        states.append(np.fft.ifft(kept).real)
-    K = times.size
-    return Staircase(np.concatenate([[0.0], times]), levels(x)[: K + 1], order[:K], states=states[: K + 1],
-                     time_unit=unit)
+    return groups.levels(x, _cyclic(x.size))
 
 
 def agf_staircase(x, *, initial_norm, eta=1.0, adaptive_rate=False):
@@ -428,14 +347,17 @@ def agf_staircase(x, *, initial_norm, eta=1.0, adaptive_rate=False):
     if initial_norm is None:
         raise TypeError("initial_norm must be a number or a sequence of dormant norms; "
                         "modular.limit_staircase is the α → 0 limit")
-    return _fourier(x, initial_norm, eta, adaptive_rate)
+    x = check_template(x)
+    return groups.agf_staircase(x, _cyclic(x.size), initial_norm=initial_norm, eta=eta, adaptive_rate=adaptive_rate,
+                                whole_classes=True)
 
 
 def limit_staircase(x, *, eta=1.0, adaptive_rate=False):
     """The α → 0 limit of :func:`agf_staircase` from aligned neurons (Eq. 9): the same levels, order and states,
     and ``τ^(k) = 1/(3ηŪ*_k)`` in the rescaled unit ``t·α`` (κ = 3), or ``t/log(1/α)`` with the adaptive rate,
     ``ν`` playing the part of α."""
-    return _fourier(x, None, eta, adaptive_rate)
+    x = check_template(x)
+    return groups.limit_staircase(x, _cyclic(x.size), eta=eta, adaptive_rate=adaptive_rate, whole_classes=True)
 
 
 def output_power(network, theta, X):

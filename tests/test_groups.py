@@ -1,20 +1,23 @@
-"""Specifications of `agf_lib.groups`: composition over a finite group, irreps and the group Fourier transform.
+"""Specifications of `agf_lib.groups`, `agf_lib.finite_groups` and `agf_lib.exact_fits`: composition over a finite
+group, irreps and the group Fourier transform, exact fits.
 
 Every closed form of the module is checked against a computation that does not use it: irreps
 against the multiplication table, Fourier formulas against sums over group elements, the network's
 gradients against finite differences, Fourier-domain utilities against sample means over the full
 dataset, maximal utilities against numerical maximization on the sphere, and the cyclic case
-against `agf_lib.dft` and `agf_lib.modular` (the paper's Appendix F).
+against `agf_lib.dft` (the paper's Appendix F in DFT form: `test_modular.py`).
 """
 
 import functools
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from agf_lib import alternating_gradient_flow, dft, gradient_flow, groups, modular, problems
+from agf_lib import FeedForwardNetwork, alternating_gradient_flow, dft, gradient_flow, groups, problems
 from agf_lib.results import GF_TIME, LOG_TIME
 from independent import rescaled_escape_limit, time_to_norm_one
 
@@ -281,18 +284,13 @@ def test_cyclic_fourier_transform_is_the_dft(p):
     u = np.random.default_rng(p).normal(size=(2, p))
     coefficients = np.stack([block[..., 0, 0] for block in groups.fourier(u, G)], axis=-1)
     np.testing.assert_allclose(coefficients, dft.dft(u), atol=1e-12)
+    g = np.arange(p)                                   # and the sum over the elements: Σ_g u(g) e^{−2πigm/p}
+    np.testing.assert_allclose(coefficients, u @ np.exp(-2j * np.pi * np.outer(g, g) / p), atol=1e-12)
+    assert all(np.isrealobj(groups.fourier(u, G)[m]) for m in range(p) if 2 * m % p == 0)   # the real irreps
 
 
 # ----------------------------------------------------------------------------------------------
 # the composition dataset and the network
-
-
-@pytest.mark.parametrize("p", [3, 5, 7])
-def test_cyclic_dataset_is_modular_addition(p):
-    x = random_template(groups.cyclic(p), p)
-    X, Y = groups.dataset(x, groups.cyclic(p))
-    X_mod, Y_mod = modular.dataset(x)
-    assert np.array_equal(X, X_mod) and np.array_equal(Y, Y_mod)
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
@@ -349,19 +347,6 @@ def test_network_is_homogeneous_of_degree_k_plus_one_and_sums_its_neurons(k):
     weights = np.array([0.5, 2.0, 0.0, 1.0])
     np.testing.assert_allclose(net.weighted_output(theta, X, weights), np.tensordot(weights, outputs, 1),
                                atol=1e-14 * scale)
-
-
-def test_cyclic_network_with_two_summands_is_the_quadratic_modular_network():
-    p, H = 7, 5
-    x = random_template(groups.cyclic(p), 9)
-    X, Y = groups.dataset(x, groups.cyclic(p))
-    net, net_mod = groups.CompositionNetwork(groups.cyclic(p), H), modular.QuadraticModularNetwork(p, H)
-    theta = groups.initial_theta(groups.cyclic(p), H, alpha=0.3, seed=4)
-    np.testing.assert_array_equal(theta, modular.initial_theta(p, H, alpha=0.3, seed=4))
-    residual = Y - net(theta, X)
-    np.testing.assert_allclose(net.neuron_outputs(theta, X), np.asarray(net_mod.neuron_outputs(theta, X)), atol=1e-12)
-    for ours, theirs in zip(net.utility_gradient(theta, X, residual), net_mod.utility_gradient(theta, X, residual)):
-        np.testing.assert_allclose(ours, np.asarray(theirs), atol=1e-12)
 
 
 def test_initial_theta_has_expected_squared_norm_alpha_squared():
@@ -500,35 +485,6 @@ def test_the_operator_norm_not_the_frobenius_norm_decides():
     x_flat = groups.inverse_fourier(flat, G)
     np.testing.assert_allclose(groups.class_power(x_flat, G), groups.class_power(base, G), atol=1e-12)
     assert groups.max_utility(base, G) > groups.max_utility(x_flat, G)
-
-
-# ----------------------------------------------------------------------------------------------
-# the cyclic case is the paper's Appendix F
-
-
-@pytest.mark.parametrize("p", [5, 7, 11])
-def test_cyclic_theory_is_theorem_f3_and_eq_9(p):
-    G = groups.cyclic(p)
-    x = random_template(G, p)
-    assert abs(groups.max_utility(x, G) - modular.max_utility(x)) < 1e-12 * modular.max_utility(x)
-    assert abs(groups.max_utility(x, G, learned=[1, 2]) - modular.max_utility(x, learned=[1, 2])) < 1e-12
-    np.testing.assert_allclose(groups.levels(x, G), modular.levels(x), atol=1e-12)
-    assert groups.learning_order(x, G) == list(dft.dominant_frequencies(x))
-    for options in ({}, {"adaptive_rate": True}, {"initial_norm": 1e-3, "eta": 2.0},
-                    {"initial_norm": 1e-3, "adaptive_rate": True}):
-        finite = "initial_norm" in options
-        theirs = (modular.agf_staircase if finite else modular.limit_staircase)(x, **options)
-        for whole_classes in (False, True):
-            ours = (groups.agf_staircase if finite else groups.limit_staircase)(x, G, whole_classes=whole_classes,
-                                                                                **options)
-            assert ours.order == list(theirs.order) and ours.time_unit == theirs.time_unit
-            np.testing.assert_allclose(ours.times, theirs.times, rtol=1e-12)
-            np.testing.assert_allclose(ours.losses, theirs.losses, atol=1e-12)
-        np.testing.assert_allclose(np.array(ours.states), np.array(theirs.states), atol=1e-12)
-    theta = np.random.default_rng(0).normal(size=(4, 3 * p))
-    np.testing.assert_allclose(groups.utility(theta, x, G), modular.fourier_utility(theta, x), rtol=1e-12)
-    np.testing.assert_allclose(groups.utility(theta, x, G, learned=[2]), modular.fourier_utility(theta, x, learned=[2]),
-                               rtol=1e-12)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -677,6 +633,24 @@ def test_jump_times_are_when_a_numerical_maximizer_solved_as_an_ode_reaches_norm
         # 1e-9: a thousand times the solver's rtol, for its accumulation over the blow-up and BFGS's maximizer
         # (gtol 1e-12 on a unit-scaled utility, whose error enters the utility squared)
         assert abs(escape / staircase.times[j] - 1) < 1e-9, (j, escape, staircase.times[j])
+        np.testing.assert_allclose(staircase.losses[j - 1], loss, rtol=1e-12, atol=1e-14 * found[0][3])
+
+
+@pytest.mark.parametrize("adaptive_rate", [False, True])
+def test_a_sequence_of_dormant_norms_gives_the_papers_recursion_of_escapes(adaptive_rate):
+    """With the largest dormant norm μ^(j−1) at each earlier jump, step j's time is step j−1's plus the time a best
+    unit neuron against the residual of the steps before takes from norm μ^(j−1) to norm one (solved as an ODE on
+    the sample utility, as above); the staircase stops after as many steps as norms."""
+    x, G, X, found = _d3_levels_found_numerically(2)
+    norms, eta = [0.05, 0.2], 1.5
+    staircase = groups.agf_staircase(x, G, initial_norm=norms, eta=eta, adaptive_rate=adaptive_rate)
+    assert staircase.time_unit == GF_TIME and staircase.num_jumps == len(norms) < len(found)
+    assert len(staircase.losses) == len(staircase.states) == len(norms) + 1
+    elapsed = 0.0
+    for j, ((residual, _, theta, loss), mu) in enumerate(zip(found, norms), 1):
+        gradient = lambda th, r=residual: _sample_utility_gradient(th, X, r, 2)[1]  # noqa: E731
+        elapsed += time_to_norm_one(gradient, mu * theta, kappa=3, eta=eta, adaptive_rate=adaptive_rate)
+        assert abs(elapsed / staircase.times[j] - 1) < 1e-9, (j, elapsed, staircase.times[j])
         np.testing.assert_allclose(staircase.losses[j - 1], loss, rtol=1e-12, atol=1e-14 * found[0][3])
 
 
@@ -996,6 +970,21 @@ def test_numerical_agf_on_d5_learns_a2_before_e2_at_this_cost_tol():
     assert shares[11, 1] > 0.99 and shares[11, 2] < 0.2                    # A2 whole, before E2
 
 
+def test_the_group_library_imports_nothing_of_the_settings_or_the_engines():
+    """agf_lib.finite_groups loaded on its own (a bare package, so that agf_lib/__init__ does not run): of the
+    library it pulls in validation alone, never groups, the network, the engines or the results."""
+    code = (
+        "import importlib, pathlib, sys, types; import agf_lib as real\n"
+        "path = str(pathlib.Path(real.__file__).parent); [sys.modules.pop(m) for m in list(sys.modules)"
+        " if m == 'agf_lib' or m.startswith('agf_lib.')]\n"
+        "package = types.ModuleType('agf_lib'); package.__path__ = [path]; sys.modules['agf_lib'] = package\n"
+        "G = importlib.import_module('agf_lib.finite_groups').cyclic(5)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('agf_lib.')))\n"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "['agf_lib.finite_groups', 'agf_lib.validation']"
+
+
 def test_constructors_reject_bad_sizes_and_types():
     with pytest.raises(TypeError, match="n must be an integer"):
         groups.cyclic(2.0)
@@ -1083,4 +1072,4 @@ def test_network_and_initialization_reject_bad_arguments():
     with pytest.raises(TypeError, match="positional argument"):
         groups.initial_theta(G, 3, 0.1)   # alpha is keyword-only
     with pytest.raises(TypeError, match="network must be a groups.CompositionNetwork"):
-        groups.output_power(modular.QuadraticModularNetwork(5, 3), np.zeros((3, 15)), np.zeros((25, 10)))
+        groups.output_power(FeedForwardNetwork(10, 3, 5), np.zeros((3, 15)), np.zeros((25, 10)))

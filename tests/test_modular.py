@@ -52,20 +52,23 @@ def test_dataset_holds_every_pair_of_shifts_and_their_sum(p):
             np.testing.assert_array_equal(Y[row], [x[(j - a - b) % p] for j in range(p)])
 
 
-def test_closed_form_outputs_and_utility_gradients_match_autograd():
+def test_network_outputs_are_the_sum_of_weighted_squares_on_every_pair():
+    """``f(a·x, b·x) = Σ_i w_i (⟨u_i, a·x⟩ + ⟨v_i, b·x⟩)²``, pair by pair from shifted templates (numpy.roll), neuron
+    by neuron; the network is the group network at cyclic(p) with κ = 3 and 3p parameters a neuron."""
     p, H = 7, 5
     x = random_template(p, 1)
-    X, Y = modular.dataset(x)
+    X, _ = modular.dataset(x)
     net = modular.QuadraticModularNetwork(p, H)
-    # the same network written as a generic square-activation network: w_i = (u_i, v_i), a_i = w_i
-    generic = agf_lib.FeedForwardNetwork(2 * p, H, p, activation="square")
     theta = np.random.default_rng(2).normal(size=(H, 3 * p))
-    np.testing.assert_allclose(net.neuron_outputs(theta, X), generic.neuron_outputs(theta, X), rtol=1e-12)
-    np.testing.assert_allclose(net(theta, X), generic(theta, X), rtol=1e-12, atol=1e-12)
-    residual = Y - 0.1 * net(theta, X)
-    for mine, reference in zip(net.utility_gradient(theta, X, residual), generic.utility_gradient(theta, X, residual)):
-        np.testing.assert_allclose(mine, reference, rtol=1e-11, atol=1e-13)
-    assert net.kappa == 3 and net.num_params == 3 * p
+    u, v, w = theta[:, :p], theta[:, p : 2 * p], theta[:, 2 * p :]
+    outputs, neurons = net(theta, X), net.neuron_outputs(theta, X)
+    for a in range(p):
+        for b in range(p):
+            z = u @ np.roll(x, a) + v @ np.roll(x, b)
+            np.testing.assert_allclose(neurons[:, a * p + b], z[:, None] ** 2 * w, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(outputs[a * p + b], z**2 @ w, rtol=1e-12, atol=1e-12)
+    assert net.kappa == 3 and net.num_params == 3 * p and repr(net) == "QuadraticModularNetwork(p=7, H=5)"
+    assert isinstance(net, agf_lib.groups.CompositionNetwork) and net.group.order == p and net.k == 2
 
 
 def real_frequency_part(x):
@@ -395,13 +398,57 @@ def test_bad_inputs_raise_errors_naming_the_argument(call, error, match):
         call()
 
 
-@pytest.mark.parametrize("p", [4, 6, 7, 20])
-def test_limit_staircase_equals_the_group_staircase_of_the_cyclic_group(p):
-    """For odd and even p, the frequency derivation (Theorem F.3, and the module docstring's p/2) and the
-    irrep derivation of agf_lib.groups at cyclic(p), k = 2, which treats p/2 as any real one-dimensional
-    irrep, give the same order, levels and times."""
+# ----------------------------------------------------------------------------------------------
+# the paper's closed forms in the DFT (Lemma F.2, Theorem F.3, Eq. 9), written here on their own: the library
+# evaluates agf_lib.groups at cyclic(p), which derives them from irreps
+
+
+def lemma_f2(theta, x, learned=()):
+    """``(2/p³) Σ_k |x̂[k]|² conj(x̂_r[k]) û[k] v̂[k] conj(ŵ[k])``, ``x_r``: ``x`` without the frequencies
+    ``±learned``."""
+    p = x.size
+    x_hat = np.fft.fft(x)
+    r_hat = x_hat.copy()
+    for k in learned:
+        r_hat[[k, -k]] = 0.0
+    u, v, w = (np.fft.fft(theta[..., j * p : (j + 1) * p]) for j in range(3))
+    return 2.0 / p**3 * (np.abs(x_hat) ** 2 * np.conj(r_hat) * u * v * np.conj(w)).sum(-1).real
+
+
+def theorem_f3(x):
+    """``{k: √(4/(27p³C_k)) |x̂[k]|³}`` for ``k = 1, …, ⌊p/2⌋``, ``C_k = 1`` at ``p/2``, else 2."""
+    p = x.size
+    return {k: math.sqrt(4.0 / (27.0 * p**3 * (1 if 2 * k == p else 2))) * abs(np.fft.fft(x)[k]) ** 3
+            for k in range(1, p // 2 + 1)}
+
+
+@pytest.mark.parametrize("p", [4, 6, 7, 11, 20])
+def test_library_at_the_cyclic_group_is_lemma_f2_theorem_f3_and_eq_9(p):
+    """For odd and even p: utilities (also updated, Appendix F), maximal utilities, the order of learning, the
+    levels C_k|x̂[k]|²/(2p) of Eq. 9, the learned templates and the jump times 1/(3ηŪ*), (1/ν − 1)/(3ηŪ*) and
+    log(1/ν)/(3ηŪ*) (adaptive rate), from the DFT closed forms above, to 1e-12."""
     x = random_template(p, 40 + p)
-    ours, theirs = modular.limit_staircase(x), agf_lib.groups.limit_staircase(x, agf_lib.groups.cyclic(p))
-    np.testing.assert_array_equal(ours.order, theirs.order)
-    np.testing.assert_allclose(ours.losses, theirs.losses, rtol=1e-12, atol=1e-14 * (x @ x))
-    np.testing.assert_allclose(ours.times, theirs.times, rtol=1e-12)
+    theta = np.random.default_rng(p).normal(size=(4, 3 * p))
+    best = theorem_f3(x)
+    order = sorted(best, key=lambda k: -best[k])
+    np.testing.assert_array_equal(modular.learning_order(x), order)
+    for learned in ([], order[:1], order[:2]):
+        np.testing.assert_allclose(modular.fourier_utility(theta, x, learned=learned), lemma_f2(theta, x, learned),
+                                   rtol=1e-12, atol=1e-12 * np.abs(lemma_f2(theta, x)).max())
+        np.testing.assert_allclose(modular.max_utility(x, learned=learned),
+                                   max([best[k] for k in order if k not in learned], default=0.0), rtol=1e-12)
+    drops = [(1 if 2 * k == p else 2) * abs(np.fft.fft(x)[k]) ** 2 / (2 * p) for k in order]
+    levels = 0.5 * x @ x - np.concatenate([[0.0], np.cumsum(drops)])
+    np.testing.assert_allclose(modular.levels(x), levels, rtol=1e-12, atol=1e-14 * (x @ x))
+    templates = [np.fft.ifft(np.where(np.isin(np.arange(p) % p, [k % p for j in order[:n] for k in (j, -j)]),
+                                      np.fft.fft(x), 0)).real for n in range(len(order) + 1)]
+    utilities, eta, nu = np.array([best[k] for k in order]), 2.0, 1e-3
+    for staircase, times in ((modular.limit_staircase(x, eta=eta), 1 / (3 * eta * utilities)),
+                             (modular.limit_staircase(x, eta=eta, adaptive_rate=True), 1 / (3 * eta * utilities)),
+                             (modular.agf_staircase(x, initial_norm=nu, eta=eta), (1 / nu - 1) / (3 * eta * utilities)),
+                             (modular.agf_staircase(x, initial_norm=nu, eta=eta, adaptive_rate=True),
+                              math.log(1 / nu) / (3 * eta * utilities))):
+        assert list(staircase.order) == order
+        np.testing.assert_allclose(staircase.times, np.concatenate([[0.0], times]), rtol=1e-12)
+        np.testing.assert_allclose(staircase.losses, levels, rtol=1e-12, atol=1e-14 * (x @ x))
+        np.testing.assert_allclose(np.array(staircase.states), templates, atol=1e-12)

@@ -1,4 +1,4 @@
-"""Specifications of the structured population loss (`agf_lib.groups`, "The population loss over all tuples").
+"""Specifications of the structured population loss (`agf_lib.structured_loss`).
 
 On the full dataset of a template the modular and group-composition networks evaluate the loss, the
 utilities at its residual and their gradients from functions on the group alone. Every check compares them
@@ -15,7 +15,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from agf_lib import dft, gradient_flow, groups, modular
+from agf_lib import dft, gradient_flow, groups, modular, structured_loss
 from agf_lib.network import utility
 
 RTOL = 1e-12
@@ -119,7 +119,7 @@ def test_output_form_equals_the_dense_one(case):
         x = dft.template(p, magnitudes, seed=0)
     H = 60
     X, y = groups.dataset(x, G)
-    structure = groups._structure_of(X, y, G.table, 2, G.irreps)
+    structure = structured_loss._structure_of(X, y, G.table, 2, G.irreps)
     assert 3 * structure.pair_gram.shape[0] < 2 * H                     # the output form is the one taken
     theta, weights = rng.normal(size=(H, 3 * G.order)), rng.uniform(0.2, 2.0, H)
     structured = groups.CompositionNetwork(G, H).structured_evaluation(theta, X, y, weights)
