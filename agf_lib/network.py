@@ -782,12 +782,12 @@ class FeedForwardNetwork(TwoLayerNetwork):
         return self._values(theta, X).T @ theta[:, self.weight_dim :]
 
     def weighted_output(self, phi, X, weights):
-        return self._values(phi, X).T @ (weights[:, None] * phi[:, self.weight_dim :])
+        return (self._values(phi, X) * weights[:, None]).T @ phi[:, self.weight_dim :]
 
     def batched_weighted_output(self, phi, X, weights):
         T, H, _ = phi.shape                           # one product for the stack: (T·H, k) by (k, n)
         s = self._values(phi.reshape(T * H, -1), X).reshape(T, H, -1)
-        return np.matmul(s.swapaxes(1, 2), weights[..., None] * phi[..., self.weight_dim :])
+        return np.matmul((s * weights[..., None]).swapaxes(1, 2), phi[..., self.weight_dim :])
 
     def utility_gradient(self, theta, X, residual):
         Xt = lifted_inputs(X, self.bias)
@@ -810,7 +810,7 @@ class FeedForwardNetwork(TwoLayerNetwork):
     def chart_residual_gradient(self, phi, X, y, weights):
         Xt = lifted_inputs(X, self.bias)
         evaluated = self.activation_function.evaluate(phi[:, : self.weight_dim], Xt)   # shared by both
-        residual = y - evaluated[0].T @ (weights[:, None] * phi[:, self.weight_dim :])
+        residual = y - (evaluated[0] * weights[:, None]).T @ phi[:, self.weight_dim :]
         return residual, self._gradient(phi, Xt, residual, evaluated)[0]
 
     def initial_theta(self, *, alpha, seed=0):
