@@ -694,7 +694,8 @@ def smooth_relu(eps=1e-4):
     return SmoothReLU(eps)
 
 
-# The named activations; power(k) and smooth_relu(eps) build the families.
+#: The named activations, a read-only mapping from name to :class:`Activation`; :func:`power` and
+#: :func:`smooth_relu` build the families.
 ACTIVATIONS = MappingProxyType({"linear": Power(1), "relu": ReLU(), "square": Power(2)})
 
 
@@ -721,7 +722,7 @@ class FeedForwardNetwork(TwoLayerNetwork):
     where ``x̃ = x`` and ``k = d``, or with ``bias=True`` ``x̃ = (x, 1)`` and ``k = d + 1``: the bias is
     ``w_i``'s last entry and multiplies a constant input, so the neuron keeps its degree κ. For most
     activations ``σ(w, x̃) = σ(wᵀx̃)``. With the gradient of the activation written
-    ``∇_w σ(w_i, x̃_n) = A_in x̃_n + B_in w_i`` (:meth:`Activation.evaluate`) and ``m_in = ⟨a_i, r_n⟩``, the
+    ``∇_w σ(w_i, x̃_n) = A_in x̃_n + B_in w_i`` (``Activation.evaluate``) and ``m_in = ⟨a_i, r_n⟩``, the
     utility and its gradient are closed forms::
 
         U_i = E_n[σ(w_i, x̃_n) m_in]
@@ -738,7 +739,7 @@ class FeedForwardNetwork(TwoLayerNetwork):
         Output dimension.
     activation : str or Activation, default "linear"
         ``"linear"`` (κ = 2), ``"relu"`` (κ = 2), ``"square"`` (κ = 3), ``"power<k>"`` (``z^k``, κ = k + 1),
-        or an :class:`Activation`: ``power(k)``, ``smooth_relu(eps)`` (κ = 2).
+        or an ``Activation``: ``power(k)``, ``smooth_relu(eps)`` (κ = 2).
     bias : bool, default False
         Whether to append a constant input 1 to ``x``.
 
@@ -756,7 +757,7 @@ class FeedForwardNetwork(TwoLayerNetwork):
     ValueError
         If ``activation`` is unknown, or a size is not a positive integer.
     TypeError
-        If ``activation`` is neither a string nor an :class:`Activation`, or ``bias`` is not a bool.
+        If ``activation`` is neither a string nor an ``Activation``, or ``bias`` is not a bool.
     """
 
     neurons_share_inputs = True

@@ -80,8 +80,8 @@ class ReLUNetwork(FeedForwardNetwork):
 
 class SmoothReLUNetwork(ReLUNetwork):
     """The κ = 2 surrogate ``a_i σ_ε(w_i, x̃)`` with ``σ_ε(w, x̃) = ε‖w‖ softplus(wᵀx̃ / (ε‖w‖))``:
-    :class:`~agf_lib.network.FeedForwardNetwork` with the activation
-    :func:`~agf_lib.network.smooth_relu` ``(eps)``.
+    :class:`~agf_lib.network.FeedForwardNetwork` with the activation ``smooth_relu(eps)`` of
+    ``agf_lib.network``.
 
     ``σ_ε`` is positively homogeneous of degree one in ``w`` and lies between ``relu(wᵀx̃)`` and
     ``relu(wᵀx̃) + ε‖w‖ log 2``. With ``u = wᵀx̃/(ε‖w‖)`` and ``s = sigmoid(u)`` its gradient is
