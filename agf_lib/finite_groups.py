@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import weakref
 from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
@@ -47,7 +46,6 @@ __all__ = [
 ]
 
 _TOL = 1e-9              # tolerance for user-supplied tables and irreps (the library's own hold to ~1e-15)
-_BUILT_BY_CYCLIC = weakref.WeakSet()     # the groups of cyclic(n), whose irreps fourier() knows: the FFT's
 
 
 # ----------------------------------------------------------------------------------------------
@@ -297,7 +295,7 @@ def cyclic(n):
             irreps.append(np.exp(2j * np.pi * ((a * m) % n) / n).reshape(n, 1, 1))
     G = FiniteGroup(table, tuple(irreps), name=f"Z{n}", irrep_names=tuple(f"χ{m}" for m in range(n)),
                     element_names=tuple(str(g) for g in a))
-    _BUILT_BY_CYCLIC.add(G)
+    object.__setattr__(G, "_by_fft", True)     # fourier and class_component take the FFT (kept by pickle)
     return G
 
 
@@ -583,7 +581,7 @@ def fourier(u, G):
     """
     G = _check_group(G)
     u = _check_functions(u, G, "u", complex_ok=True)
-    if G in _BUILT_BY_CYCLIC:     # ρ_m(a) = e^{2πi am/n}: the FFT, O(n log n) for all n irreps at once
+    if getattr(G, "_by_fft", False):     # cyclic(n), ρ_m(a) = e^{2πi am/n}: the FFT, for all n irreps at once
         c = np.fft.fft(u, axis=-1)[..., None, None]
         real = not np.iscomplexobj(u)
         return [c[..., m, :, :].real if real and rho.dtype.kind == "f" else c[..., m, :, :]
@@ -637,7 +635,7 @@ def class_component(u, G, classes):
     G = _check_group(G)
     classes = _check_classes(classes, G, "classes")
     keep = {r for c in classes for r in G.irrep_classes[c]}
-    if G in _BUILT_BY_CYCLIC:                        # by the FFT and its inverse
+    if getattr(G, "_by_fft", False):                # cyclic(n): by the FFT and its inverse
         u = _check_functions(u, G, "u", complex_ok=True)
         kept = np.fft.ifft(np.where(np.isin(np.arange(G.order), list(keep)), np.fft.fft(u, axis=-1), 0), axis=-1)
         return kept if np.iscomplexobj(u) else kept.real
