@@ -6,7 +6,7 @@ types and their time unit, the network abstraction, the two engines, the escape-
 (``agf_lib.problems``), and the input checks every module shares (``agf_lib.validation``).
 """
 
-from . import attention, book, dft, diagonal, escape, linear, modular, validation
+from . import attention, book, deep_diagonal, dft, diagonal, escape, linear, modular, setting, validation
 from . import groups, relu
 from . import limits, problems
 from .agf import CostStepError, alternating_gradient_flow
@@ -34,6 +34,8 @@ __all__ = [
     "book",
     "dft",
     "diagonal",
+    "deep_diagonal",
+    "setting",
     "escape",
     "modular",
     "groups",

@@ -32,28 +32,25 @@ Contract of the setting (as in every setting module): :class:`LinearAttentionNet
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import numpy as np
 
 from .escape import jump_times
 from .network import TwoLayerNetwork
 from .results import Staircase
-from .validation import real_array, check_positive, check_int
+from .setting import NO_OPTIONS, Setting
+from .validation import check_bool, check_int, check_positive, real_array
+from .validation import check_covariance as _check_covariance
 
-__all__ = ["LinearAttentionNetwork", "check_covariance", "population_moments", "population_data", "population_loss",
+__all__ = ["AttentionSetting",
+           "LinearAttentionNetwork", "check_covariance", "population_moments", "population_data", "population_loss",
            "optimal_map", "sample_prompts", "agf_staircase", "limit_staircase", "initial_theta"]
 
 
 def check_covariance(Sigma, *, name="Sigma"):
-    """Validate a symmetric positive definite ``d × d`` covariance; return it as a float array."""
-    Sigma = real_array(Sigma, name, "a square array")
-    if Sigma.ndim != 2 or Sigma.shape[0] != Sigma.shape[1] or Sigma.shape[0] < 1:
-        raise ValueError(f"{name} must be a square d x d matrix, got shape {Sigma.shape}")
-    if not np.allclose(Sigma, Sigma.T, rtol=1e-10, atol=1e-12 * np.abs(Sigma).max()):
-        raise ValueError(f"{name} must be symmetric")
-    if np.linalg.eigvalsh(Sigma)[0] <= 0:
-        raise ValueError(f"{name} must be positive definite (smallest eigenvalue {np.linalg.eigvalsh(Sigma)[0]:.3g})")
-    return Sigma
+    """Validate a symmetric positive definite ``d × d`` covariance (:func:`agf_lib.validation.check_covariance`)."""
+    return _check_covariance(Sigma, name)
 
 
 def _check_context(N):
@@ -217,8 +214,8 @@ def _pcr(Sigma, N, initial_norm, eta, adaptive_rate):
         M = M + np.outer(v, v) / (trace + (N + 1) * lam)
         states.append(M.copy())
     K = times.size
-    return Staircase(np.concatenate([[0.0], times]), losses[: K + 1], list(range(K)), states=states[: K + 1],
-                     time_unit=unit)
+    return Staircase(np.concatenate([[0.0], times]), losses[: K + 1], list(range(K)),
+                     predictors=states[: K + 1], time_unit=unit)
 
 
 def agf_staircase(Sigma, N, *, initial_norm, eta=1.0, adaptive_rate=False):
@@ -254,7 +251,7 @@ def agf_staircase(Sigma, N, *, initial_norm, eta=1.0, adaptive_rate=False):
     -------
     Staircase
         In GF time, with ``order[k-1] = k-1``,
-        ``losses[k] = ½(tr Σ − Σ_{l≤k} N λ_l²/(tr Σ + (N+1)λ_l))`` and in ``states[k]`` the map
+        ``losses[k] = ½(tr Σ − Σ_{l≤k} N λ_l²/(tr Σ + (N+1)λ_l))`` and in ``predictors[k]`` the map
         ``M_k = Σ_{l≤k} v_l v_lᵀ/(tr Σ + (N+1)λ_l)``.
     """
     if initial_norm is None:
@@ -268,3 +265,45 @@ def limit_staircase(Sigma, N, *, eta=1.0, adaptive_rate=False):
     the same levels, order and maps, and ``times[k] = 1/(3ηŪ*_k)`` in the rescaled unit ``t·α`` (κ = 3), or
     ``t/log(1/α)`` with the adaptive rate (:func:`agf_lib.escape.threshold`)."""
     return _pcr(Sigma, N, None, eta, adaptive_rate)
+
+
+class AttentionSetting(Setting):
+    """In-context linear regression with ``H`` linear attention heads (chapter 05), as a
+    :class:`~agf_lib.setting.Setting`.
+
+    The data are :func:`population_data` of ``(Σ, N)``; the closed forms are :func:`agf_staircase` (from the
+    largest initial norm) and :func:`limit_staircase` (principal component regression, one component
+    per jump). A level's predictor is the map ``M`` of shape ``(d, d)``, and its outputs are
+    ``X vec(M)``.
+
+    Parameters
+    ----------
+    Sigma : (d, d) array
+        The covariance of the inputs, symmetric positive definite.
+    N : int
+        The context length.
+    H : int
+        Number of heads.
+    adaptive_rate : bool, default False
+        Run both engines, and time the closed forms, at the paper's adaptive rate (Appendix B.5).
+    """
+
+    def __init__(self, Sigma, N, H, *, adaptive_rate=False):
+        self._Sigma = check_covariance(Sigma)
+        self._N = _check_context(N)
+        self._adaptive_rate = check_bool(adaptive_rate, "adaptive_rate")
+        self._X, self._y = population_data(self._Sigma, self._N)
+        self.network = LinearAttentionNetwork(self._Sigma.shape[0], H)
+        self.options = MappingProxyType({"adaptive_rate": True}) if self._adaptive_rate else NO_OPTIONS
+
+    def data(self):
+        return self._X, self._y
+
+    def finite_staircase(self, initial_norms):
+        return agf_staircase(self._Sigma, self._N, initial_norm=initial_norms, adaptive_rate=self._adaptive_rate)
+
+    def limit_staircase(self):
+        return limit_staircase(self._Sigma, self._N, adaptive_rate=self._adaptive_rate)
+
+    def level_outputs(self, predictor):
+        return self._X @ np.asarray(predictor, dtype=float).reshape(-1, 1)

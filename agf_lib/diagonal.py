@@ -26,12 +26,14 @@ import math
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from .flow import check_solver, integrate
+from ._engine import check_solver, integrate
 from .network import TwoLayerNetwork, as_data
 from .results import GF_TIME, LOG_TIME, Staircase, Trajectory
-from .validation import check_bool, check_fraction, check_int, check_max_jumps, check_num_samples, check_positive
+from .setting import Setting, check_norms
+from .validation import (check_bool, check_fraction, check_int, check_max_jumps, check_num_samples, check_positive,
+                         real_array)
 
-__all__ = ["DiagonalLinearNetwork", "initial_theta", "agf_staircase", "limit_staircase", "exact_flow",
+__all__ = ["DiagonalSetting", "DiagonalLinearNetwork", "initial_theta", "agf_staircase", "limit_staircase", "exact_flow",
            "activation_threshold", "sign_constrained_least_squares", "beta_of_psi", "log_cosh"]
 
 
@@ -122,7 +124,8 @@ class DiagonalLinearNetwork(TwoLayerNetwork):
         return ((weights * _beta(phi)) @ X.T)[..., None]
 
     def initial_theta(self, *, alpha, seed=0):
-        """See :func:`initial_theta` (``seed`` is accepted for the contract and unused: no randomness)."""
+        """See :func:`initial_theta` (``seed`` is checked for the contract and unused: no randomness)."""
+        check_int(seed, "seed", 0)
         return initial_theta(self.input_dim, alpha=alpha)
 
     def __repr__(self):
@@ -156,30 +159,8 @@ def activation_threshold(alpha):
 
 def log_cosh(x):
     """``log cosh x`` without overflow: ``|x| + log1p(e^{−2|x|}) − log 2`` (``x`` finite)."""
-    x = np.abs(_real_values(x, "x"))
+    x = np.abs(real_array(x, "x", "a real number or an array", scalar_ok=True))
     return x + np.log1p(np.exp(-2.0 * x)) - math.log(2.0)
-
-
-def _numbers(value, name, expected):
-    """``value`` as an array of real numbers (its dtype kept); TypeError naming ``name`` and ``expected``."""
-    if isinstance(value, (str, bytes)) or value is None:
-        raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
-    try:
-        value = np.asarray(value)
-    except ValueError:             # a ragged nested list
-        raise TypeError(f"{name} must be {expected}, got a ragged nested sequence") from None
-    if value.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must be {expected}, got dtype {value.dtype}")
-    return value
-
-
-def _real_values(value, name):
-    """``value`` as a finite float array; TypeError naming ``name`` for anything that is not real numbers,
-    ValueError for NaN or ±inf."""
-    value = _numbers(value, name, "a real number or an array of real numbers").astype(float)
-    if not np.all(np.isfinite(value)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return value
 
 
 # β = α² sinh 2ψ is a float64 only while its log, 2 log α + 2|ψ| − log 2, stays below this
@@ -207,7 +188,7 @@ def beta_of_psi(psi, alpha):
         If ``psi`` holds NaN or ±inf, or ``alpha`` is not a finite positive number.
     """
     alpha = check_positive(alpha, "alpha")
-    psi = _real_values(psi, "psi")
+    psi = real_array(psi, "psi", "a real number or an array", scalar_ok=True)
     exponent = _log_abs_beta(psi, math.log(alpha))
     if np.any(exponent > _LOG_FLOAT_MAX):
         raise OverflowError(f"beta = alpha² sinh(2 psi) exceeds the largest float64 at alpha = {alpha!r}, "
@@ -331,7 +312,7 @@ ZERO_TOL·‖y‖`` (``x_i`` the i-th column of X). Such a coefficient is set to
 
 
 def _check_signs(signs, d):
-    signs = _numbers(signs, "signs", "an array of -1, 0 and +1")
+    signs = real_array(signs, "signs", expected="an array of -1, 0 and +1")
     if signs.shape != (d,):
         raise ValueError(f"signs must have shape (d,) = ({d},), one entry per column of X, got {signs.shape}")
     if not np.all(np.isin(signs, (-1, 0, 1))):
@@ -465,14 +446,14 @@ def agf_staircase(X, y, *, alpha, max_jumps=None, tol=1e-10):
     Returns
     -------
     Staircase
-        In :data:`~agf_lib.results.GF_TIME`; ``states[k]`` is β on level ``k``, ``active[k]`` its
+        In :data:`~agf_lib.results.GF_TIME`; ``predictors[k]`` is β on level ``k``, ``active[k]`` its
         support, ``deactivated[k-1]`` the coordinates that returned to dormancy at jump ``k``.
     """
     threshold = activation_threshold(alpha)
     check_max_jumps(max_jumps)
     tol = check_fraction(tol, "tol")
     times, losses, order, states, active, deactivated = _saddle_to_saddle(X, y, threshold, max_jumps, tol)
-    return Staircase(np.array(times), np.array(losses), order, states=states, active=active, time_unit=GF_TIME,
+    return Staircase(np.array(times), np.array(losses), order, predictors=states, active=active, time_unit=GF_TIME,
                      deactivated=deactivated)
 
 
@@ -500,11 +481,52 @@ def limit_staircase(X, y, *, max_jumps=None, tol=1e-10):
     Returns
     -------
     Staircase
-        In :data:`~agf_lib.results.LOG_TIME`, with β on each level in ``states`` and the supports
+        In :data:`~agf_lib.results.LOG_TIME`, with β on each level in ``predictors`` and the supports
         in ``active``.
     """
     check_max_jumps(max_jumps)
     tol = check_fraction(tol, "tol")
     times, losses, order, states, active, deactivated = _saddle_to_saddle(X, y, 1.0, max_jumps, tol)
-    return Staircase(np.array(times), np.array(losses), order, states=states, active=active,
+    return Staircase(np.array(times), np.array(losses), order, predictors=states, active=active,
                      time_unit=LOG_TIME, deactivated=deactivated)
+
+
+class DiagonalSetting(Setting):
+    """Diagonal linear networks on data ``(X, y)`` (chapter 03), as a :class:`~agf_lib.setting.Setting`.
+
+    ``agf_staircase`` is AGF itself at that α (:func:`agf_staircase`); ``limit_staircase`` is
+    :func:`limit_staircase`; a level's predictor is β, and its outputs are ``X β``. The initialization is
+    deterministic (:func:`initial_theta`): ``seed`` is accepted and unused, and a dormant norm ``ν`` is
+    ``√2 α``.
+
+    Parameters
+    ----------
+    X : (n, d) array
+    y : (n,) or (n, 1) array
+    """
+
+    exact = True
+
+    def __init__(self, X, y):
+        self._X, self._y = _data(X, y)
+        self.network = DiagonalLinearNetwork(self._X.shape[1])
+
+    def data(self):
+        return self._X, self._y[:, None]
+
+    def agf_staircase(self, *, alpha=None, initial_norms=None, seed=0):
+        if alpha is None and initial_norms is not None:       # ν = √2 α for every coordinate
+            norms = np.unique(check_norms(initial_norms))
+            if norms.size != 1:
+                raise ValueError("initial_norms must be one norm for a diagonal network (all coordinates start "
+                                 f"at the same point), got {norms.size} different ones")
+            alpha, initial_norms = float(norms[0]) / math.sqrt(2.0), None
+        if (alpha is None) == (initial_norms is None):
+            raise TypeError("give exactly one of alpha and initial_norms")
+        return agf_staircase(self._X, self._y, alpha=alpha)
+
+    def limit_staircase(self):
+        return limit_staircase(self._X, self._y)
+
+    def level_outputs(self, predictor):
+        return (self._X @ np.asarray(predictor, dtype=float))[:, None]

@@ -69,6 +69,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -79,15 +80,17 @@ from .finite_groups import (FiniteGroup, alternating4, alternating5, class_compo
 from .finite_groups import _check_classes, _check_group, _check_template
 from .network import FeedForwardNetwork, power
 from .results import Staircase
+from .setting import NO_OPTIONS, Setting
 from .structured_loss import STRUCTURED_MIN_ROWS, StructuredNetwork, _check_structured
 from .validation import real_array, check_bool, check_fraction, check_positive, check_int
 
 __all__ = [
+    "CompositionSetting",
     "FiniteGroup", "cyclic", "dihedral", "alternating4", "symmetric4", "alternating5", "quaternion", "product",
     "fourier", "inverse_fourier", "class_power", "class_component", "translates", "dataset",
     "CompositionNetwork", "initial_theta", "utility", "class_utilities", "max_utility",
     "utility_maximizer", "class_neurons", "least_squares_fit", "learning_order", "Piece", "pieces",
-    "piece_outputs", "piece_fractions", "learning_steps", "levels", "agf_staircase", "limit_staircase",
+    "piece_outputs", "learned_outputs", "piece_fractions", "learning_steps", "levels", "agf_staircase", "limit_staircase",
     "output_power", "STRUCTURED_MIN_ROWS",
 ]
 
@@ -367,6 +370,27 @@ def piece_outputs(x, G, *, k=2, rtol=1e-9, tol=1e-12):
     return out
 
 
+def learned_outputs(x, G, learned, *, k=2, rtol=1e-9, tol=1e-12):
+    """The outputs on :func:`dataset` of the pieces ``learned`` (a staircase's ``predictors[j]``): the sum of
+    their rows of :func:`piece_outputs`, shape ``(|G|^k, |G|)``; zero for none.
+
+    Raises
+    ------
+    ValueError
+        If an entry of ``learned`` is not a piece of ``x`` (one of :func:`pieces` with these options).
+    """
+    G, k = _check_group(G), _check_k(k)
+    x = _check_template(x, G)
+    learned = tuple(learned)
+    if not learned:
+        return np.zeros((G.order**k, G.order))
+    items = pieces(x, G, k=k, rtol=rtol, tol=tol)
+    missing = [piece for piece in learned if piece not in items]
+    if missing:
+        raise ValueError(f"learned must hold pieces of x (groups.pieces), got {missing[0]!r}")
+    return piece_outputs(x, G, k=k, rtol=rtol, tol=tol)[[items.index(piece) for piece in learned]].sum(0)
+
+
 def piece_fractions(outputs, x, G, *, k=2, rtol=1e-9, tol=1e-12):
     """How much of each piece a network's ``outputs`` on the dataset hold: ``⟨f, piece⟩/⟨piece, piece⟩``
     (sums over tuples and outputs), 1 once a piece is fitted. ``outputs`` of shape ``(..., |G|^k, |G|)``;
@@ -479,11 +503,8 @@ def _staircase(x, G, k, initial_norm, eta, adaptive_rate, whole_classes):
     J = times.size                                       # fewer than the steps for a sequence of dormant norms
     times = np.concatenate([[0.0], times])
     order = [s[0].irrep_class for s in steps[:J]]
-    if whole_classes:
-        states = [np.zeros_like(x)] + [class_component(x, G, order[: j + 1]) for j in range(J)]
-    else:
-        states = [[piece for step in steps[:j] for piece in step] for j in range(J + 1)]
-    return Staircase(times, levels(x, G, k=k, whole_classes=whole_classes)[: J + 1], order, states=states,
+    predictors = [tuple(piece for step in steps[:j] for piece in step) for j in range(J + 1)]
+    return Staircase(times, levels(x, G, k=k, whole_classes=whole_classes)[: J + 1], order, predictors=predictors,
                      time_unit=unit)
 
 
@@ -491,9 +512,9 @@ def agf_staircase(x, G, *, initial_norm, k=2, eta=1.0, adaptive_rate=False, whol
     """The AGF staircase of composition over ``G`` at finite initial norm, in GF time (Eq. 9, group version).
 
     One step of :func:`learning_steps` at a time: ``order[j-1]`` is the irrep class of the ``j``-th step
-    (a class appears once per step it takes); ``losses`` = :func:`levels`; ``states[j]`` the list of
-    :class:`Piece` learned after ``j`` jumps (with ``whole_classes=True``: the template learned, its
-    components in the first ``j`` classes, so that the network then computes ``(g_1⋯g_k)·states[j]``).
+    (a class appears once per step it takes); ``losses`` = :func:`levels`; ``predictors[j]`` the tuple of
+    :class:`Piece` learned after ``j`` jumps (with ``whole_classes=True``, every piece of the first ``j``
+    classes), whose outputs on the dataset :func:`learned_outputs` gives.
     ``times[j]`` is when a neuron of initial norm ``ν = initial_norm``, aligned from the start with the
     step's pieces at their utility ``Ū`` (unchanged by the steps before), reaches norm one
     (:func:`agf_lib.escape.escape_times`, the paper's Eq. 4 at constant utility):
@@ -516,7 +537,7 @@ def agf_staircase(x, G, *, initial_norm, k=2, eta=1.0, adaptive_rate=False, whol
 def limit_staircase(x, G, *, k=2, eta=1.0, adaptive_rate=False, whole_classes=False):
     """The α → 0 limit of :func:`agf_staircase`, in the rescaled time of :func:`agf_lib.escape.threshold`:
     ``t/log(1/α)`` for κ = 2 or with the adaptive rate, where ``τ^(j) = 1/(κηŪ_j)``, else ``t·α^{κ−2}``,
-    where ``τ^(j) = 1/((κ−2)κηŪ_j)``. Levels, order and states as in :func:`agf_staircase`; for ``cyclic(p)``
+    where ``τ^(j) = 1/((κ−2)κηŪ_j)``. Levels, order and predictors as in :func:`agf_staircase`; for ``cyclic(p)``
     and ``k = 2``, :func:`agf_lib.modular.limit_staircase`.
 
     It is gradient flow's α → 0 limit when every step starts from neurons of norm α. Where a later piece is
@@ -544,3 +565,59 @@ def output_power(network, theta, X):
                          f"(T, {network.num_neurons}, {network.num_params}), got {theta.shape}")
     power = np.array([class_power(network(snapshot, X), network.group).mean(0) for snapshot in stack])
     return power[0] if theta.ndim == 2 else power
+
+
+class CompositionSetting(Setting):
+    """Composition of ``k`` elements of a finite group with ``H`` neurons (chapter 09), as a
+    :class:`~agf_lib.setting.Setting`.
+
+    The data are :func:`dataset` of the template ``x``; the closed forms are :func:`agf_staircase` (from the
+    largest initial norm) and :func:`limit_staircase`, by whole irrep classes or by pieces. A level's
+    predictor is the tuple of :class:`Piece` learned by then, and its outputs are their sum on the dataset
+    (:func:`learned_outputs`).
+
+    Parameters
+    ----------
+    x : (|G|,) array
+        The template.
+    G : FiniteGroup
+    H : int
+        Number of neurons.
+    k : int, default 2
+        Number of elements composed.
+    adaptive_rate : bool, default False
+        Run both engines, and time the closed forms, at the paper's adaptive rate (Appendix B.5).
+    whole_classes : bool, default False
+        The closed forms by whole irrep classes instead of by pieces (:func:`learning_steps`).
+    """
+
+    # as for modular addition (agf_lib.modular.ModularSetting)
+    agf_options = MappingProxyType({"cost_tol": 1e-3})
+
+    def __init__(self, x, G, H, *, k=2, adaptive_rate=False, whole_classes=False):
+        self._G, self._k = _check_group(G), _check_k(k)
+        self._x = _check_template(x, self._G)
+        self._adaptive_rate = check_bool(adaptive_rate, "adaptive_rate")
+        self._whole_classes = check_bool(whole_classes, "whole_classes")
+        self._X, self._y = dataset(self._x, self._G, k=self._k)
+        self.network = CompositionNetwork(self._G, H, k=self._k)
+        self.options = MappingProxyType({"adaptive_rate": True}) if self._adaptive_rate else NO_OPTIONS
+
+    def data(self):
+        return self._X, self._y
+
+    def finite_staircase(self, initial_norms):
+        return agf_staircase(self._x, self._G, initial_norm=initial_norms, k=self._k,
+                             adaptive_rate=self._adaptive_rate, whole_classes=self._whole_classes)
+
+    def limit_staircase(self):
+        return limit_staircase(self._x, self._G, k=self._k, adaptive_rate=self._adaptive_rate,
+                               whole_classes=self._whole_classes)
+
+    @property
+    def template(self):
+        """The template ``x`` (a copy)."""
+        return self._x.copy()
+
+    def level_outputs(self, predictor):
+        return learned_outputs(self._x, self._G, predictor, k=self._k)

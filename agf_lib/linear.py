@@ -41,12 +41,14 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-from .flow import check_solver, integrate
+from ._engine import check_solver, integrate
 from .network import FeedForwardNetwork
 from .results import LOG_TIME, Staircase, Trajectory
-from .validation import as_float_array, check_int, check_max_jumps, check_num_samples, check_positive, real_array
+from .setting import Setting
+from .validation import (as_float_array, check_covariance, check_int, check_max_jumps, check_num_samples, check_positive,
+                         real_array)
 
-__all__ = ["FullyConnectedLinearNetwork", "initial_theta", "population_data", "population_loss", "loss_gradient",
+__all__ = ["LinearSetting", "FullyConnectedLinearNetwork", "initial_theta", "population_data", "population_loss", "loss_gradient",
            "regression_modes", "reduced_rank_regression", "projected_singular_values", "limit_staircase",
            "basis_agf", "matrix_flow"]
 
@@ -151,19 +153,10 @@ def _as_matrix(value, name):
 
 def _check_covariances(Sigma_xx, Sigma_yx):
     """Validate ``Σ_xx`` (d, d), symmetric positive definite, and ``Σ_yx`` (c, d); return float arrays."""
-    Sigma_xx, Sigma_yx = _as_matrix(Sigma_xx, "Sigma_xx"), _as_matrix(Sigma_yx, "Sigma_yx")
-    for name, matrix in (("Sigma_xx", Sigma_xx), ("Sigma_yx", Sigma_yx)):
-        if 0 in matrix.shape:
-            raise ValueError(f"{name} must have at least one row and one column, got shape {matrix.shape}")
+    Sigma_xx, Sigma_yx = check_covariance(Sigma_xx, "Sigma_xx"), _as_matrix(Sigma_yx, "Sigma_yx")
+    if 0 in Sigma_yx.shape:
+        raise ValueError(f"Sigma_yx must have at least one row and one column, got shape {Sigma_yx.shape}")
     d = Sigma_xx.shape[0]
-    if Sigma_xx.shape != (d, d):
-        raise ValueError(f"Sigma_xx must be a square (d, d) covariance matrix, got shape {Sigma_xx.shape}")
-    scale = max(float(np.abs(Sigma_xx).max()), np.finfo(float).tiny)
-    if np.abs(Sigma_xx - Sigma_xx.T).max() > 1e-10 * scale:
-        raise ValueError("Sigma_xx must be symmetric")
-    Sigma_xx = 0.5 * (Sigma_xx + Sigma_xx.T)
-    if np.linalg.eigvalsh(Sigma_xx)[0] <= 1e-14 * scale:
-        raise ValueError("Sigma_xx must be positive definite (full-rank input covariance)")
     if Sigma_yx.shape[1] != d:
         raise ValueError(f"Sigma_yx must have shape (c, d) with d = {d} columns like Sigma_xx, got {Sigma_yx.shape}")
     return Sigma_xx, Sigma_yx
@@ -348,7 +341,7 @@ def limit_staircase(Sigma_xx, Sigma_yx, *, rank=None, Sigma_yy=None, tol=1e-12):
     -------
     Staircase
         In :data:`~agf_lib.results.LOG_TIME`: ``order[k−1] = k − 1`` (the index of the eigenvector
-        of ``Σ_yx Σ_xx⁻¹ Σ_yxᵀ`` added at jump k), ``states[k] = β*_k``, ``active[k]`` the
+        of ``Σ_yx Σ_xx⁻¹ Σ_yxᵀ`` added at jump k), ``predictors[k] = β*_k``, ``active[k]`` the
         eigenvector indices spanning the active subspace.
     """
     Sigma_xx, Sigma_yx = _check_covariances(Sigma_xx, Sigma_yx)
@@ -371,7 +364,7 @@ def limit_staircase(Sigma_xx, Sigma_yx, *, rank=None, Sigma_yy=None, tol=1e-12):
     jumps = len(increments)
     levels = [offset + 0.5 * float(np.sum(mu[k:])) for k in range(jumps + 1)]
     states = [U[:, :k] @ (U[:, :k].T @ B) for k in range(jumps + 1)]
-    return Staircase(np.array(times), np.array(levels), list(range(jumps)), states=states,
+    return Staircase(np.array(times), np.array(levels), list(range(jumps)), predictors=states,
                      active=[tuple(range(k)) for k in range(jumps + 1)], time_unit=LOG_TIME)
 
 
@@ -466,7 +459,7 @@ def basis_agf(Sigma_xx, Sigma_yx, theta0, *, t_end=None, Sigma_yy=None, eta=1.0,
     -------
     Staircase
         In GF time: ``times[k]`` the k-th jump, ``losses[k] = ½ Σ_{i>k} μ_i`` (plus the noise floor
-        ``½(tr Σ_yy − Σ_i μ_i)``), the loss of the reduced-rank regression ``states[k] = β*_k``
+        ``½(tr Σ_yy − Σ_i μ_i)``), the loss of the reduced-rank regression ``predictors[k] = β*_k``
         (:func:`reduced_rank_regression`), ``order[k−1] = k − 1`` (the eigenvector of
         ``Σ_yx Σ_xx⁻¹ Σ_yxᵀ`` added at jump k), ``active[k] = (0, …, k − 1)``, and ``stop_reason``:
         ``"no utility"`` (the gradient has vanished, ``k = rank Σ_yx``, or no dormant vector has a
@@ -584,7 +577,7 @@ def basis_agf(Sigma_xx, Sigma_yx, theta0, *, t_end=None, Sigma_yy=None, eta=1.0,
     jumps = len(times) - 1
     levels = [offset + 0.5 * float(np.sum(mu[k:])) for k in range(jumps + 1)]
     states = [U[:, :k] @ (U[:, :k].T @ B) for k in range(jumps + 1)]
-    return Staircase(np.array(times), np.array(levels), list(range(jumps)), states=states,
+    return Staircase(np.array(times), np.array(levels), list(range(jumps)), predictors=states,
                      active=[tuple(range(k)) for k in range(jumps + 1)], stop_reason=stop_reason)
 
 
@@ -682,3 +675,39 @@ def matrix_flow(Sigma_xx, Sigma_yx, theta0, t_end, *, Sigma_yy=None, method="DOP
         params = np.exp(log_norm)[:, None, None] * z
         log_norms = log_norm[:, None] + np.log(np.linalg.norm(z, axis=2))
     return Trajectory(times, losses, params=params, log_norms=log_norms)
+
+
+class LinearSetting(Setting):
+    """Fully connected linear networks on population covariances (chapter 04), as a
+    :class:`~agf_lib.setting.Setting`.
+
+    The data are :func:`population_data` of ``(Σ_xx, Σ_yx)``; the network has ``H`` hidden neurons. There
+    is no closed form at finite α (the jump times depend on the random initialization;
+    :func:`basis_agf` runs the paper's AGF on basis vectors numerically); ``limit_staircase`` is
+    greedy low-rank learning (:func:`limit_staircase`). A level's predictor is the product map β of
+    shape ``(c, d)``, and its outputs are ``X βᵀ``.
+
+    Parameters
+    ----------
+    Sigma_xx : (d, d) array
+    Sigma_yx : (c, d) array
+    H : int
+        Number of hidden neurons.
+    """
+
+    has_closed_form = False
+
+    def __init__(self, Sigma_xx, Sigma_yx, H):
+        self._X, self._y = population_data(Sigma_xx, Sigma_yx)
+        self._covariances = _check_covariances(Sigma_xx, Sigma_yx)
+        c, d = self._covariances[1].shape
+        self.network = FullyConnectedLinearNetwork(d=d, H=H, c=c)
+
+    def data(self):
+        return self._X, self._y
+
+    def limit_staircase(self):
+        return limit_staircase(*self._covariances)
+
+    def level_outputs(self, predictor):
+        return self._X @ np.asarray(predictor, dtype=float).T

@@ -68,16 +68,19 @@ or ``t/log(1/α)`` with the adaptive rate); :func:`fourier_utility` is Lemma F.2
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+from types import MappingProxyType
 
 import numpy as np
 
 from . import groups
 from .dft import dft, harmonic
-from .validation import real_array, check_fraction, check_int, check_centred, check_real
+from .setting import NO_OPTIONS, Setting
+from .validation import real_array, check_bool, check_fraction, check_int, check_centred, check_real
 
-__all__ = ["QuadraticModularNetwork", "check_template", "dataset", "initial_theta", "fourier_utility",
+__all__ = ["ModularSetting", "QuadraticModularNetwork", "check_template", "dataset", "initial_theta", "fourier_utility",
            "max_utility", "learning_order", "utility_maximizer", "harmonic_neurons", "levels", "agf_staircase",
            "limit_staircase", "output_power"]
 
@@ -341,23 +344,33 @@ def agf_staircase(x, *, initial_norm, eta=1.0, adaptive_rate=False):
     -------
     Staircase
         In GF time: ``order[k-1] = ξ_k``, the frequencies of :func:`learning_order`; ``losses[k]``
-        = :func:`levels`; ``states[k]`` the template learned after ``k`` jumps (the network then
+        = :func:`levels`; ``predictors[k]`` the template learned after ``k`` jumps (the network then
         computes ``(a+b)·x_k``), the sum of the harmonics of ``x`` at ``ξ_1, …, ξ_k``.
     """
     if initial_norm is None:
         raise TypeError("initial_norm must be a number or a sequence of dormant norms; "
                         "modular.limit_staircase is the α → 0 limit")
     x = check_template(x)
-    return groups.agf_staircase(x, _cyclic(x.size), initial_norm=initial_norm, eta=eta, adaptive_rate=adaptive_rate,
-                                whole_classes=True)
+    return _with_templates(groups.agf_staircase(x, _cyclic(x.size), initial_norm=initial_norm, eta=eta,
+                                                adaptive_rate=adaptive_rate, whole_classes=True), x)
 
 
 def limit_staircase(x, *, eta=1.0, adaptive_rate=False):
-    """The α → 0 limit of :func:`agf_staircase` from aligned neurons (Eq. 9): the same levels, order and states,
+    """The α → 0 limit of :func:`agf_staircase` from aligned neurons (Eq. 9): the same levels, order and predictors,
     and ``τ^(k) = 1/(3ηŪ*_k)`` in the rescaled unit ``t·α`` (κ = 3), or ``t/log(1/α)`` with the adaptive rate,
     ``ν`` playing the part of α."""
     x = check_template(x)
-    return groups.limit_staircase(x, _cyclic(x.size), eta=eta, adaptive_rate=adaptive_rate, whole_classes=True)
+    return _with_templates(groups.limit_staircase(x, _cyclic(x.size), eta=eta, adaptive_rate=adaptive_rate,
+                                                  whole_classes=True), x)
+
+
+def _with_templates(staircase, x):
+    """``staircase`` with each level's predictor the template learned by then: the harmonics of ``x`` at the
+    frequencies (irrep classes of ``cyclic(p)``) of the pieces learned."""
+    G = _cyclic(x.size)
+    templates = [groups.class_component(x, G, sorted({piece.irrep_class for piece in learned}))
+                 if learned else np.zeros_like(x) for learned in staircase.predictors]
+    return dataclasses.replace(staircase, predictors=templates)
 
 
 def output_power(network, theta, X):
@@ -389,3 +402,52 @@ def output_power(network, theta, X):
         power.append((np.abs(np.fft.fft(f, axis=1)) ** 2).mean(0)[: network.p // 2 + 1])
     power = np.array(power)
     return power[0] if theta.ndim == 2 else power
+
+
+class ModularSetting(Setting):
+    """Modular addition with ``H`` quadratic neurons (chapter 06), as a :class:`~agf_lib.setting.Setting`.
+
+    The data are :func:`dataset` of the template ``x``; the closed forms are :func:`agf_staircase` (from the
+    largest initial norm) and :func:`limit_staircase` (one frequency per jump, Theorem F.3). A level's
+    predictor is the part of the template learned by then, and its outputs are the task's targets for that
+    template (zero for the zero template).
+
+    Parameters
+    ----------
+    x : (p,) array
+        The template, centred.
+    H : int
+        Number of neurons.
+    adaptive_rate : bool, default False
+        Run both engines, and time the closed forms, at the paper's adaptive rate (Appendix B.5).
+    """
+
+    # With few neurons per frequency a cost step's loss approaches an infimum that no finite weights attain,
+    # like 1/t (chapter 06), and the rule "loss settled to cost_tol² of its fall" needs a loose cost_tol to end;
+    # chapter 06 measures how the later levels depend on it.
+    agf_options = MappingProxyType({"cost_tol": 1e-3})
+
+    def __init__(self, x, H, *, adaptive_rate=False):
+        self._x = check_template(x)
+        self._adaptive_rate = check_bool(adaptive_rate, "adaptive_rate")
+        self._X, self._y = dataset(self._x)
+        self.network = QuadraticModularNetwork(self._x.size, H)
+        self.options = MappingProxyType({"adaptive_rate": True}) if self._adaptive_rate else NO_OPTIONS
+
+    def data(self):
+        return self._X, self._y
+
+    def finite_staircase(self, initial_norms):
+        return agf_staircase(self._x, initial_norm=initial_norms, adaptive_rate=self._adaptive_rate)
+
+    def limit_staircase(self):
+        return limit_staircase(self._x, adaptive_rate=self._adaptive_rate)
+
+    @property
+    def template(self):
+        """The template ``x`` (a copy)."""
+        return self._x.copy()
+
+    def level_outputs(self, predictor):
+        predictor = np.asarray(predictor, dtype=float)
+        return dataset(predictor)[1] if np.any(predictor) else np.zeros_like(self._y)

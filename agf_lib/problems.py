@@ -1,11 +1,13 @@
 """The standard problems of the AGF book and its tests, by name.
 
-A :class:`Problem` bundles what a run needs and what it should produce: a network, its data, the
-initialization ``initial_theta(alpha)``, and the closed-form staircase of its setting, at finite α in
-GF time where the setting has one (:attr:`Problem.closed_form`) and its α → 0 limit in the rescaled
-time ``t / log(1/α)`` (:attr:`Problem.limit`). One conformance test (``tests/test_conformance.py``)
-runs both engines, :func:`agf_lib.gradient_flow` and :func:`agf_lib.alternating_gradient_flow`, on
-every problem and compares them with these closed forms.
+A :class:`Problem` is a :class:`~agf_lib.setting.Setting` with one choice of its data, named and
+described, with the two values of α at which the tests run it: the setting brings the network, its
+data, the initialization ``initial_theta(alpha)``, and its closed-form staircase, at finite α in GF time
+where it has one (:attr:`Problem.closed_form`) and its α → 0 limit in the rescaled time
+``t / log(1/α)`` (:attr:`Problem.limit`). One conformance test (``tests/test_conformance.py``) runs
+both engines, :func:`agf_lib.gradient_flow` and :func:`agf_lib.alternating_gradient_flow`, on every
+problem and compares them with these closed forms; ``tests/test_settings.py`` checks the network's
+gradient, its homogeneity and the setting's contract on every problem.
 
 >>> from agf_lib import problems
 >>> problem = problems.get("diagonal")
@@ -20,27 +22,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from . import attention, diagonal, dft, groups, linear, modular, relu
-from .network import TwoLayerNetwork
-from .results import GF_TIME, Staircase
+from . import attention, deep_diagonal, diagonal, dft, groups, linear, modular, relu
+from .results import Staircase
+from .setting import Setting
 
 __all__ = ["Problem", "get", "names"]
 
-_NONE = MappingProxyType({})
-_ADAPTIVE = MappingProxyType({"adaptive_rate": True})
-# With few neurons per feature the cost step's loss approaches its infimum like 1/t (chapter 06); the
-# rule "loss settled to cost_tol² of its fall" then ends it, at cost_tol = 1e-3 within seconds.
-_LOOSE_COST = MappingProxyType({"cost_tol": 1e-3})
-
-
 @dataclass(frozen=True)
 class Problem:
-    """A named standard problem: a network, its data, its initialization and its closed forms.
+    """A named standard problem: a setting on one choice of data, and the α its tests run it at.
 
     Attributes
     ----------
@@ -50,28 +43,12 @@ class Problem:
         One line: what the problem is and what its staircase shows.
     chapter : str
         The chapter that defines the setting (``"03"`` for diagonal networks, ...).
-    network : TwoLayerNetwork
-    data : tuple
-        ``(X, y)``: inputs of shape ``(n, d)`` and targets of shape ``(n, c)``, float64.
-    initial_theta : callable
-        ``initial_theta(alpha)``: the setting's initialization at scale α, seeded (shape ``(H, P)``).
-    closed_form : callable or None
-        ``closed_form(alpha)``: the setting's closed-form staircase at finite α, in GF time ``t``.
-        With ``exact`` it is AGF itself (diagonal networks); otherwise it is the staircase of neurons
-        aligned with their target from the start, with norm ``ν`` the largest initial norm, whose first
-        jump is a lower bound on the first jump of both engines. None where the setting has no closed
-        form at finite α (fully connected linear networks: the jump times depend on the random
-        initialization).
-    exact : bool
-        Whether ``closed_form(alpha)`` is AGF at that α exactly.
-    limit : Staircase or None
-        The α → 0 staircase in the rescaled time ``t / log(1/α)``.
-    options : mapping
-        Options both engines take on this problem (``adaptive_rate=True`` for κ = 3, the paper's
-        Appendix B.5 rate under which κ = 3 jump times scale like ``log(1/α)``).
-    agf_options : mapping
-        Further options of :func:`agf_lib.alternating_gradient_flow` on this problem (a looser
-        ``cost_tol`` where a cost step's loss approaches an infimum that no finite weights attain).
+    setting : Setting
+        The setting on this problem's data (:class:`agf_lib.setting.Setting`).
+    alphas : tuple of two floats
+        The initialization scales the tests run it at, larger first. In each pair ``log(1/α)`` doubles,
+        so an error of order ``1/log(1/α)`` halves (κ = 2 problems at 1e-4 and 1e-8, κ = 3 problems with
+        the adaptive rate at 1e-3 and 1e-6, unless the problem says otherwise).
     jumps_reproduced : int
         How many of the closed form's jumps are compared (and :meth:`t_end` covers) at this problem's
         width: all of them, except where too few neurons commit to the first feature for a second one
@@ -81,24 +58,58 @@ class Problem:
         ``linear-noncommuting``: there the neuron-wise engine reaches every level, but its later jumps
         move away from gradient flow as α shrinks; the paper's AGF for that network runs on basis
         vectors, :func:`agf_lib.linear.basis_agf`, which follows gradient flow.
-    level_outputs : callable
-        ``level_outputs(state)``: the network's outputs on ``X`` (shape ``(n, c)``) when it computes the
-        function of a closed-form level, ``state`` being that level's ``Staircase.states[k]``.
+    network, data, limit, exact, options, agf_options
+        The setting's (``data`` is ``setting.data()``, ``limit`` its ``limit_staircase()``, computed once).
     """
 
     name: str
     description: str
     chapter: str
-    network: TwoLayerNetwork = field(repr=False)
-    data: tuple = field(repr=False)
-    initial_theta: Callable[[float], np.ndarray] = field(repr=False)
-    closed_form: Callable[[float], Staircase] | None = field(repr=False)
-    exact: bool
-    limit: Staircase | None = field(repr=False)
-    options: Mapping[str, Any] = field(repr=False)
-    agf_options: Mapping[str, Any] = field(repr=False)
+    setting: Setting = field(repr=False)
+    alphas: tuple
     jumps_reproduced: int
-    level_outputs: Callable[[Any], np.ndarray] = field(repr=False)
+    limit: Staircase = field(init=False, repr=False)
+    data: tuple = field(init=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "limit", self.setting.limit_staircase())
+        object.__setattr__(self, "data", self.setting.data())
+
+    @property
+    def network(self):
+        return self.setting.network
+
+    @property
+    def exact(self):
+        return self.setting.exact
+
+    @property
+    def options(self):
+        return self.setting.options
+
+    @property
+    def agf_options(self):
+        return self.setting.agf_options
+
+    def initial_theta(self, alpha):
+        """The setting's initialization at ``alpha``, seed 0 (the seed of every standard problem)."""
+        return self.setting.initial_theta(alpha=alpha, seed=0)
+
+    @property
+    def closed_form(self):
+        """``closed_form(alpha)``: the setting's staircase at finite α in GF time, or None where it has none.
+
+        With :attr:`exact` it is AGF itself (diagonal networks); otherwise it is the staircase of neurons
+        aligned with their target from the start, with norm the largest initial norm of seed 0, whose
+        first jump is a lower bound on the first jump of both engines.
+        """
+        if not self.setting.has_closed_form:
+            return None
+        return lambda alpha: self.setting.agf_staircase(alpha=alpha, seed=0)
+
+    def level_outputs(self, predictor):
+        """The network's outputs on ``X`` (shape ``(n, c)``) for a closed-form level's ``predictors[k]``."""
+        return self.setting.level_outputs(predictor)
 
     def time_scale(self, alpha):
         """GF time per unit of the rescaled time of :attr:`limit` at initialization scale ``alpha``.
@@ -131,21 +142,18 @@ class Problem:
         return 2.0 * float(self.limit.times[self.jumps_reproduced]) * self.time_scale(alpha)
 
 
+_KAPPA2_ALPHAS = (1e-4, 1e-8)
+_KAPPA3_ALPHAS = (1e-3, 1e-6)
+
+
 # ---------------------------------------------------------------------------------------------
 # diagonal linear networks (chapter 03)
 
 
-def _diagonal(name, description, X, y):
-    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)[:, None]
-    d = X.shape[1]
-    limit = diagonal.limit_staircase(X, y)
-    return Problem(
-        name=name, description=description, chapter="03",
-        network=diagonal.DiagonalLinearNetwork(d), data=(X, y),
-        initial_theta=lambda alpha: diagonal.initial_theta(d, alpha=alpha),
-        closed_form=lambda alpha: diagonal.agf_staircase(X, y, alpha=alpha), exact=True,
-        limit=limit, options=_NONE, agf_options=_NONE,
-        jumps_reproduced=limit.num_jumps, level_outputs=lambda beta: (X @ beta)[:, None])
+def _diagonal(name, description, X, y, alphas=_KAPPA2_ALPHAS):
+    setting = diagonal.DiagonalSetting(X, y)
+    return Problem(name=name, description=description, chapter="03", setting=setting, alphas=alphas,
+                   jumps_reproduced=setting.limit_staircase().num_jumps)
 
 
 def _diagonal_regression():
@@ -160,8 +168,11 @@ def _diagonal_dormancy():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 3)) @ np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.7, 0.7, 0.3]]).T
     y = X @ np.array([1.0, 1.0, 0.0]) + 0.05 * rng.normal(size=30)
+    # at 1e-8 the cost step after the second jump raises CostStepError (its gradient stalls at 2.4e-8 of its
+    # initial size, cost_tol 1e-9), so this problem runs at 1e-3 and 1e-6
     return _diagonal("diagonal-dormancy", "a diagonal regression with a return to dormancy: x_3 ~ 0.7(x_1 + x_2) "
-                     "activates first and is dropped once x_1 and x_2 are active (order 2, 0, 1, 2)", X, y)
+                     "activates first and is dropped once x_1 and x_2 are active (order 2, 0, 1, 2)", X, y,
+                     alphas=(1e-3, 1e-6))
 
 
 def _diagonal_sign_reversal():
@@ -170,6 +181,18 @@ def _diagonal_sign_reversal():
     y = np.linalg.solve(X.T, 2.0 * Sigma_xy)
     return _diagonal("diagonal-sign-reversal", "two coordinates, Sigma_xx = [[1, .8], [.8, 1]], Sigma_xy = (1, .3): "
                      "the dormant coordinate's gradient reverses and it activates with a negative sign", X, y)
+
+
+def _deep_diagonal():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 4)) * np.array([1.0, 0.7, 0.5, 0.35])
+    y = X @ np.array([1.0, -1.0, 0.8, -0.6]) + 0.05 * rng.normal(size=40)
+    return Problem(
+        name="deep-diagonal", chapter="library", alphas=_KAPPA3_ALPHAS, jumps_reproduced=4,
+        description="the library page's worked example: a depth-3 diagonal network (kappa = 3) on n = 40, d = 4, "
+                    "columns scaled by (1, .7, .5, .35), beta = (1, -1, .8, -.6), noise 0.05 (seed 0), adaptive rate, "
+                    "every neuron started at its maximizer; AGF exact in closed form",
+        setting=deep_diagonal.DeepDiagonalSetting(X, y, L=3))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,106 +207,64 @@ def _linear(commuting):
         Sigma_xx = V @ np.diag([1.2, 1.0, 0.7, 0.4]) @ V.T
     else:
         Sigma_xx = Q @ np.diag([0.25, 0.5, 1.0, 2.0]) @ Q.T
-    X, y = linear.population_data(Sigma_xx, Sigma_yx)
-    network = linear.FullyConnectedLinearNetwork(d=4, H=5, c=4)
     kind = "commuting" if commuting else "non-commuting"
     times = "jumps at 1/sigma_k" if commuting else "jumps before 1/sigma_k"
     return Problem(
         name=f"linear-{kind.replace('-', '')}",
         description=f"chapter 04's {kind} population problem: d = c = 4, H = 5, Sigma_yx with singular values "
                     f"(3, 2, 1, .5); greedy low-rank learning, {times}",
-        chapter="04", network=network, data=(X, y),
-        initial_theta=lambda alpha: linear.initial_theta(4, 5, 4, alpha=alpha, seed=0),
-        closed_form=None, exact=False, limit=linear.limit_staircase(Sigma_xx, Sigma_yx),
-        options=_NONE, agf_options=_NONE, jumps_reproduced=4, level_outputs=lambda beta: X @ beta.T)
+        chapter="04", setting=linear.LinearSetting(Sigma_xx, Sigma_yx, H=5), alphas=_KAPPA2_ALPHAS,
+        jumps_reproduced=4)
 
 
 # ---------------------------------------------------------------------------------------------
 # ReLU networks (chapter 08), on the smoothed surrogate that lets the engines pass kinks
 
-# LSODA crosses the surrogate's stiff layer at a kink in a few steps; an explicit method stalls there.
-# The cost step's gradient falls to 1e-6 in a fraction of a second; cost_tol = 1e-9 only adds time.
-_RELU_AGF = MappingProxyType({"method": "LSODA", "cost_tol": 1e-6})
-
-
-def _relu(name, description, X, y, limit):
-    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)[:, None]
-    network = relu.SmoothReLUNetwork(X.shape[1], 8, eps=1e-4)
-    init = lambda alpha: network.initial_theta(alpha=alpha, seed=0)  # noqa: E731
-    return Problem(
-        name=name, description=description, chapter="08", network=network, data=(X, y), initial_theta=init,
-        closed_form=lambda alpha: limit.in_units(GF_TIME, _largest_norm(init(alpha))),
-        exact=False, limit=limit, options=_NONE, agf_options=_RELU_AGF, jumps_reproduced=limit.num_jumps,
-        level_outputs=lambda outputs: outputs)
-
 
 def _relu_orthogonal():
-    targets = [3.0, -2.0, 1.5, -1.0]
-    X, y = relu.orthogonal_data(targets)
-    return _relu("relu-orthogonal", "chapter 08's orthogonal data: inputs +-e_1, +-e_2 with targets (3, -2, 1.5, -1), "
-                 "H = 8 smoothed ReLU neurons (eps = 1e-4); one neuron per output sign, aligned then grown",
-                 X, y, relu.orthogonal_staircase(targets))
+    return Problem(
+        name="relu-orthogonal", chapter="08", alphas=_KAPPA2_ALPHAS, jumps_reproduced=2,
+        description="chapter 08's orthogonal data: inputs +-e_1, +-e_2 with targets (3, -2, 1.5, -1), H = 8 smoothed "
+                    "ReLU neurons (eps = 1e-4); one neuron per output sign, aligned then grown",
+        setting=relu.ReLUSetting.orthogonal([3.0, -2.0, 1.5, -1.0], H=8, eps=1e-4))
 
 
 def _relu_xor():
-    magnitudes = (1.0, 0.8, 0.6, 0.4)
-    X, y = relu.xor_data(magnitudes)
-    return _relu("relu-xor", "XOR-like data: x in {+-1}^2, y = m_k x_1 x_2 with m = (1, .8, .6, .4), H = 8 smoothed "
-                 "ReLU neurons (eps = 1e-4); every maximizer on a kink, one sample per jump", X, y,
-                 relu.xor_staircase(magnitudes))
+    # at 1e-6 and 1e-12: the third and fourth jumps are 1.3 log(1/α) apart, and at 1e-4 gradient flow is still
+    # 4.3% of the initial loss above AGF's level in the middle of the plateau between them
+    return Problem(
+        name="relu-xor", chapter="08", alphas=(1e-6, 1e-12), jumps_reproduced=4,
+        description="XOR-like data: x in {+-1}^2, y = m_k x_1 x_2 with m = (1, .8, .6, .4), H = 8 smoothed ReLU neurons "
+                    "(eps = 1e-4); every maximizer on a kink, one sample per jump",
+        setting=relu.ReLUSetting.xor((1.0, 0.8, 0.6, 0.4), H=8, eps=1e-4))
 
 
 # ---------------------------------------------------------------------------------------------
-# κ = 3: attention (chapter 05), modular addition (chapter 06), composition over a group (chapter 09)
-
-
-def _composed(dataset, template, y):
-    """The targets of the task for ``template`` (zero for the zero template, which the task rejects)."""
-    return dataset(template)[1] if np.any(template) else np.zeros_like(y)
-
-
-def _largest_norm(theta):
-    return float(np.sqrt((theta**2).sum(1)).max())
-
-
-def _adaptive_kappa3(module, args, *, network, data, agf_options, jumps_reproduced, level_outputs, **about):
-    """A κ = 3 problem run with the adaptive rate, predicted by ``module.agf_staircase(*args, ...)`` from the
-    largest initial norm and by ``module.limit_staircase(*args, ...)`` as α → 0."""
-    init = lambda alpha: network.initial_theta(alpha=alpha, seed=0)  # noqa: E731
-    return Problem(
-        **about, network=network, data=data, initial_theta=init,
-        closed_form=lambda alpha: module.agf_staircase(*args, initial_norm=_largest_norm(init(alpha)),
-                                                       adaptive_rate=True),
-        exact=False, limit=module.limit_staircase(*args, adaptive_rate=True), options=_ADAPTIVE,
-        agf_options=agf_options, jumps_reproduced=jumps_reproduced, level_outputs=level_outputs)
+# κ = 3 with the adaptive rate: attention (chapter 05), modular addition (chapter 06), composition over a
+# group (chapter 09)
 
 
 def _attention():
-    d, N, H = 4, 20, 5
+    d, N = 4, 20
     rotation = np.linalg.qr(np.random.default_rng(0).standard_normal((d, d)))[0]
     Sigma = (rotation * np.array([1.0, 0.75, 0.5, 0.25])) @ rotation.T
-    X, y = attention.population_data(Sigma, N)
-    return _adaptive_kappa3(
-        attention, (Sigma, N), name="attention",
+    return Problem(
+        name="attention", chapter="05", alphas=_KAPPA3_ALPHAS, jumps_reproduced=4,
         description="chapter 05's in-context regression: d = 4, N = 20, eigenvalues of Sigma (1, .75, .5, .25), "
                     "H = 5 heads, adaptive rate; principal components one head at a time",
-        chapter="05", network=attention.LinearAttentionNetwork(d, H), data=(X, y), agf_options=_NONE,
-        jumps_reproduced=4, level_outputs=lambda M: X @ M.reshape(-1, 1))
+        setting=attention.AttentionSetting(Sigma, N, H=5, adaptive_rate=True))
 
 
 def _modular():
-    p, H = 7, 10
+    p = 7
     magnitudes = np.zeros((p - 1) // 2)
     magnitudes[[0, 1]] = [1.0, 0.8]
     x = dft.template(p, magnitudes, seed=1)
-    x = x / np.linalg.norm(x)
-    X, y = modular.dataset(x)
-    return _adaptive_kappa3(
-        modular, (x,), name="modular",
+    return Problem(
+        name="modular", chapter="06", alphas=_KAPPA3_ALPHAS, jumps_reproduced=1,
         description="modular addition mod 7 with frequencies 1 and 2 (|x_hat| in ratio 1 : .8, no resonance: "
                     "3 is not in the template), H = 10 quadratic neurons, adaptive rate",
-        chapter="06", network=modular.QuadraticModularNetwork(p, H), data=(X, y), agf_options=_LOOSE_COST,
-        jumps_reproduced=1, level_outputs=lambda x_k: _composed(modular.dataset, x_k, y))
+        setting=modular.ModularSetting(x / np.linalg.norm(x), H=10, adaptive_rate=True))
 
 
 def _groups_d3():
@@ -291,26 +272,19 @@ def _groups_d3():
     c, s = 0.6, 0.8
     block = 0.7 * np.array([[c, -s], [s, c]])          # 0.7 times a rotation: more power than A2, less utility
     x = groups.inverse_fourier([np.zeros((1, 1)), np.full((1, 1), 1.0), block], G)
-    X, y = groups.dataset(x, G)
-    network = groups.CompositionNetwork(G, 8)
-    init = lambda alpha: network.initial_theta(alpha=alpha, seed=0)  # noqa: E731
     return Problem(
-        name="groups-d3",
+        name="groups-d3", chapter="09", alphas=_KAPPA3_ALPHAS, jumps_reproduced=1,
         description="composition of two elements of D3: the sign irrep (x_hat 1.0, fitted by two neurons) before "
                     "the 2-d irrep (0.7 times a rotation, twice the power; 9 neurons fit it, H = 8 only partly), "
                     "adaptive rate",
-        chapter="09", network=network, data=(X, y), initial_theta=init,
-        closed_form=lambda alpha: groups.agf_staircase(x, G, initial_norm=_largest_norm(init(alpha)),
-                                                       adaptive_rate=True, whole_classes=True),
-        exact=False, limit=groups.limit_staircase(x, G, adaptive_rate=True, whole_classes=True),
-        options=_ADAPTIVE, agf_options=_LOOSE_COST, jumps_reproduced=1,
-        level_outputs=lambda x_k: _composed(lambda t: groups.dataset(t, G), x_k, y))
+        setting=groups.CompositionSetting(x, G, H=8, adaptive_rate=True, whole_classes=True))
 
 
 _BUILDERS = {
     "diagonal": _diagonal_regression,
     "diagonal-dormancy": _diagonal_dormancy,
     "diagonal-sign-reversal": _diagonal_sign_reversal,
+    "deep-diagonal": _deep_diagonal,
     "linear-commuting": lambda: _linear(commuting=True),
     "linear-noncommuting": lambda: _linear(commuting=False),
     "relu-orthogonal": _relu_orthogonal,

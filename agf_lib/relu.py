@@ -33,15 +33,19 @@ when ``v_P`` lies in its own region, and otherwise a point on the region's bound
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import numpy as np
 from scipy.optimize import nnls
 
 from .network import FeedForwardNetwork, lifted_inputs, smooth_relu
-from .results import Staircase
+from .network import as_data
+from .results import GF_TIME, LOG_TIME, Staircase
+from .setting import Setting
 from .validation import check_bool, check_int, real_array
 
 __all__ = [
+    "ReLUSetting",
     "ReLUNetwork",
     "SmoothReLUNetwork",
     "initial_theta",
@@ -150,7 +154,7 @@ def xor_staircase(magnitudes=(1.0, 1.0, 1.0, 1.0)):
     (:func:`utility_maximizers` finds these points). Its cost step fits that sample and leaves the others,
     so each sample is learned by its own neuron, at rescaled time ``1/(2Ū*) = 2√2 / m_k``, largest ``m_k``
     first (ties in index order); each jump lowers the loss by ``m_k² / 8``. ``order[k-1]`` is the index of
-    the sample fitted at jump k, and ``states[k]`` the network's outputs on level k, shape ``(4, 1)``.
+    the sample fitted at jump k, and ``predictors[k]`` the network's outputs on level k, shape ``(4, 1)``.
     Assumes each sample gets a neuron (some neuron starts where the flow takes it to that ray).
     """
     m = _check_magnitudes(magnitudes)
@@ -164,7 +168,7 @@ def xor_staircase(magnitudes=(1.0, 1.0, 1.0, 1.0)):
         times.append(2 * math.sqrt(2) / float(m[k]))
         losses.append(0.5 * float(residual @ residual) / 4)
         states.append(outputs.copy())
-    return Staircase(np.array(times), np.array(losses), order, states=states, time_unit="t/log(1/α)")
+    return Staircase(np.array(times), np.array(losses), order, predictors=states, time_unit=LOG_TIME)
 
 
 def _check_xr(X, residual, bias):
@@ -261,7 +265,7 @@ def orthogonal_staircase(targets):
     ``1/(2Ū*) = n/‖b_s‖`` in units of ``log(1/α)`` as α → 0. Groups are listed in the order they activate;
     ``order[k-1]`` is ``(sign, indices of the samples fitted)``. Assumes each group gets a neuron
     (some neuron starts in the region that flows to it, true with probability → 1 as H grows) and that
-    ``targets`` leaves one sample per sign and axis (at most two groups; see ``Raises``). ``states[k]`` holds
+    ``targets`` leaves one sample per sign and axis (at most two groups; see ``Raises``). ``predictors[k]`` holds
     the network's outputs on level k, shape ``(2d, 1)``: the fitted samples' targets, zero elsewhere.
 
     Raises
@@ -292,4 +296,63 @@ def orthogonal_staircase(targets):
         losses.append(0.5 * float(residual @ residual) / n)
         order.append((sign, fitted))
         states.append((y - residual)[:, None])
-    return Staircase(np.array(times), np.array(losses), order, states=states, time_unit="t/log(1/α)")
+    return Staircase(np.array(times), np.array(losses), order, predictors=states, time_unit=LOG_TIME)
+
+
+class ReLUSetting(Setting):
+    """ReLU networks (chapter 08) on the data of a closed form, as a :class:`~agf_lib.setting.Setting`.
+
+    Build one with :meth:`orthogonal` or :meth:`xor`: the engines run on the smoothed surrogate
+    :class:`SmoothReLUNetwork` (it lets them pass kinks), and the closed form is the α → 0 staircase of
+    :func:`orthogonal_staircase` or :func:`xor_staircase`; at finite α it is that staircase in GF time at the
+    largest initial norm (a neuron aligned from the start: a lower bound on the first jump). A level's
+    predictor is the network's outputs on ``X``, shape ``(n, 1)``.
+
+    Parameters
+    ----------
+    X : (n, d) array
+    y : (n,) array
+    limit : Staircase
+        The α → 0 staircase of these data, in ``t/log(1/α)``.
+    H : int, default 8
+        Number of neurons.
+    eps : float, default 1e-4
+        The surrogate's smoothing (:class:`SmoothReLUNetwork`).
+    """
+
+    # LSODA crosses the surrogate's stiff layer at a kink, where an explicit method stalls; the cost step's
+    # levels are exact to the surrogate's own offset (of order eps) well before its gradient reaches 1e-6
+    agf_options = MappingProxyType({"method": "LSODA", "cost_tol": 1e-6})
+
+    def __init__(self, X, y, limit, *, H=8, eps=1e-4):
+        X, y = as_data(X, y)
+        if y.shape[1] != 1:
+            raise ValueError(f"y must have one output for ReLUSetting, got {y.shape[1]}")
+        if not isinstance(limit, Staircase):
+            raise TypeError(f"limit must be a Staircase, got {type(limit).__name__}")
+        self._X, self._y, self._limit = X, y, limit
+        self.network = SmoothReLUNetwork(X.shape[1], H, eps=eps)
+
+    @classmethod
+    def orthogonal(cls, targets, *, H=8, eps=1e-4):
+        """The setting on :func:`orthogonal_data` of ``targets``, with :func:`orthogonal_staircase`."""
+        X, y = orthogonal_data(targets)
+        return cls(X, y, orthogonal_staircase(targets), H=H, eps=eps)
+
+    @classmethod
+    def xor(cls, magnitudes=(1.0, 1.0, 1.0, 1.0), *, H=8, eps=1e-4):
+        """The setting on :func:`xor_data` of ``magnitudes``, with :func:`xor_staircase`."""
+        X, y = xor_data(magnitudes)
+        return cls(X, y, xor_staircase(magnitudes), H=H, eps=eps)
+
+    def data(self):
+        return self._X, self._y
+
+    def finite_staircase(self, initial_norms):
+        return self._limit.in_units(GF_TIME, float(np.max(initial_norms)))
+
+    def limit_staircase(self):
+        return self._limit
+
+    def level_outputs(self, predictor):
+        return np.asarray(predictor, dtype=float)

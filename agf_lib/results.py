@@ -390,9 +390,18 @@ class Staircase(_TimeAxis):
     losses : (K+1,) array
         Loss levels: ``losses[k]`` is held on ``[times[k], times[k+1])``, the last one forever.
     order : list
-        ``order[k-1]`` is what activated at jump k (a neuron, a coordinate, a mode, ...).
+        ``order[k-1]`` is what activated at jump k: for an engine, the index of the neuron; for a closed
+        form, the feature in its setting's indexing (a coordinate, a mode, a frequency, an irrep class, a
+        sample; for ReLU networks on orthogonal data the pair ``(sign, samples fitted)``).
     states : list or None
-        ``states[k]`` is the predictor or the parameters on level k.
+        ``states[k]`` is the network's parameters θ on level k, shape ``(H, P)``: a staircase of an AGF
+        engine has them; a closed form has none (None).
+    predictors : list or None
+        ``predictors[k]`` is the function the network computes on level k in its setting's coordinates
+        (β for linear networks, ``M`` for attention, the learned part of the template for modular
+        addition and groups, the outputs on ``X`` for ReLU networks): what the setting's
+        ``level_outputs`` (:class:`agf_lib.setting.Setting`) maps to the outputs. Closed forms have them;
+        an engine's staircase has none (None).
     active : list of tuples or None
         ``active[k]``: the indices active on level k (after the cost step of jump k).
     time_unit : TimeUnit
@@ -416,7 +425,7 @@ class Staircase(_TimeAxis):
     ------
     ValueError
         If ``times`` and ``losses`` are not 1-D of equal length, not finite, ``times`` does not start
-        at 0 and never decrease, or ``order`` (or ``states``, ``active``, ``deactivated`` where
+        at 0 and never decrease, or ``order`` (or ``states``, ``predictors``, ``active``, ``deactivated`` where
         given) does not have one entry per level or jump.
     TypeError
         If ``times`` or ``losses`` is not an array of real numbers, or ``order`` not a sequence.
@@ -427,6 +436,7 @@ class Staircase(_TimeAxis):
     order: list
     _: KW_ONLY
     states: list | None = None
+    predictors: list | None = None
     active: list | None = None
     time_unit: TimeUnit = GF_TIME
     deactivated: list = field(default_factory=list)
@@ -448,7 +458,7 @@ class Staircase(_TimeAxis):
         if times.size == 0 or times[0] != 0 or np.any(np.diff(times) < 0):
             raise ValueError("times must start at 0 and be non-decreasing")
         for name, size in (("order", times.size - 1), ("deactivated", times.size - 1), ("states", times.size),
-                           ("active", times.size)):
+                           ("predictors", times.size), ("active", times.size)):
             value = getattr(self, name)
             if value is None or (name == "deactivated" and len(value) == 0):   # not given
                 continue

@@ -11,16 +11,18 @@ import math
 import numpy as np
 
 __all__ = ["as_float_array", "real_array", "check_real", "check_positive", "check_fraction", "check_int",
-           "check_bool", "check_centred", "check_max_jumps", "check_num_samples"]
+           "check_bool", "check_centred", "check_max_jumps", "check_num_samples", "check_covariance"]
 
 _REALS = (int, float, np.integer, np.floating)
 
 
-def as_float_array(value, name, expected="a numpy array or torch tensor", complex_ok=False):
-    """``value`` (NumPy array, list, tuple or torch tensor) as a float64 (or, with ``complex_ok``,
-    complex128) NumPy array, or a TypeError naming ``name`` and what was ``expected``."""
+def as_float_array(value, name, expected="a numpy array or torch tensor", complex_ok=False, scalar_ok=False):
+    """``value`` (NumPy array, list, tuple or torch tensor; a real number too with ``scalar_ok``) as a float64
+    (or, with ``complex_ok``, complex128) NumPy array, or a TypeError naming ``name`` and what was ``expected``."""
     if type(value).__module__.startswith("torch"):
         value = value.detach().cpu().numpy()
+    if scalar_ok and isinstance(value, _REALS) and not isinstance(value, bool):
+        value = np.asarray(value)
     if not isinstance(value, (np.ndarray, list, tuple)):
         raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
     try:
@@ -32,10 +34,10 @@ def as_float_array(value, name, expected="a numpy array or torch tensor", comple
     return value.astype(complex if value.dtype.kind == "c" else float)
 
 
-def real_array(value, name, what="an array", expected=None, complex_ok=False):
+def real_array(value, name, what="an array", expected=None, complex_ok=False, scalar_ok=False):
     """``value`` as a finite float (or complex) array; TypeError/ValueError naming ``name``."""
     kind = "numbers" if complex_ok else "real numbers"
-    value = as_float_array(value, name, expected or f"{what} of {kind}", complex_ok=complex_ok)
+    value = as_float_array(value, name, expected or f"{what} of {kind}", complex_ok=complex_ok, scalar_ok=scalar_ok)
     if not np.all(np.isfinite(value)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return value
@@ -99,15 +101,32 @@ def check_centred(x, name):
 
 
 def check_max_jumps(max_jumps):
-    """``None`` (no limit) or a non-negative integer."""
-    if max_jumps is not None and (isinstance(max_jumps, bool) or not isinstance(max_jumps, (int, np.integer))
-                                  or max_jumps < 0):
+    """``None`` (no limit) or a non-negative integer: a TypeError for another type, a ValueError below zero."""
+    if max_jumps is None:
+        return None
+    if isinstance(max_jumps, bool) or not isinstance(max_jumps, (int, np.integer)):
+        raise TypeError(f"max_jumps must be None or a non-negative integer, got {type(max_jumps).__name__}")
+    if max_jumps < 0:
         raise ValueError(f"max_jumps must be None or a non-negative integer, got {max_jumps!r}")
-    return max_jumps
+    return int(max_jumps)
 
 
 def check_num_samples(num_samples):
-    """The size of a sampling grid: an integer of at least 2."""
-    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 2:
-        raise ValueError(f"num_samples must be an integer >= 2, got {num_samples!r}")
-    return num_samples
+    """The size of a sampling grid: an integer of at least 2 (a TypeError for another type)."""
+    return check_int(num_samples, "num_samples", minimum=2)
+
+
+def check_covariance(value, name):
+    """A covariance matrix: square ``(d, d)`` with ``d ≥ 1``, real, symmetric to 1e-10 of its largest entry and
+    positive definite (smallest eigenvalue above 1e-14 of it), as a float array made exactly symmetric."""
+    matrix = real_array(value, name, expected="a square (d, d) covariance matrix (an array of real numbers)")
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] == 0:
+        raise ValueError(f"{name} must be a square (d, d) covariance matrix, got shape {matrix.shape}")
+    scale = max(float(np.abs(matrix).max()), np.finfo(float).tiny)
+    if np.abs(matrix - matrix.T).max() > 1e-10 * scale:
+        raise ValueError(f"{name} must be symmetric")
+    matrix = 0.5 * (matrix + matrix.T)
+    smallest = float(np.linalg.eigvalsh(matrix)[0])
+    if smallest <= 1e-14 * scale:
+        raise ValueError(f"{name} must be positive definite (smallest eigenvalue {smallest:.3g})")
+    return matrix

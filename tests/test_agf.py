@@ -46,7 +46,7 @@ def test_generic_agf_matches_closed_form_diagonal_agf(problem, alpha, request):
     np.testing.assert_allclose(staircase.times, exact.times, rtol=1e-6)
     np.testing.assert_allclose(staircase.losses, exact.losses, rtol=1e-10)
     # the cost step lands on the sign-constrained least squares: β = u v of the active neurons on every level
-    for theta, beta, active in zip(staircase.states, exact.states, exact.active):
+    for theta, beta, active in zip(staircase.states, exact.predictors, exact.active):
         active = list(active)
         np.testing.assert_allclose((theta[:, 0] * theta[:, 1])[active], beta[active], rtol=1e-6)
 
@@ -408,3 +408,22 @@ def test_activation_horizon_leaves_cost_steps_that_converge_alone(problem, reque
 def test_cost_horizon_refuses_anything_but_next_activation_or_none(value, regression_problem):
     with pytest.raises(ValueError, match="cost_horizon must be 'next_activation' or None"):
         generic_diagonal_agf(*regression_problem, 1e-6, cost_horizon=value)
+
+
+def test_progress_true_counts_the_jumps_and_false_writes_nothing(capsys):
+    """Two neurons of a square network on y = x₁² + x₂² (n = 30, seed 1): the bar counts AGF's jumps and
+    ends at the time of the last; the run is the same with and without it."""
+    X = np.random.default_rng(1).normal(size=(30, 2))
+    data = (X, (X**2).sum(1))
+    network = FeedForwardNetwork(d=2, H=2, c=1, activation="square")
+    theta0 = network.initial_theta(alpha=1e-3, seed=0)
+    shown = alternating_gradient_flow(network, data, theta0, max_jumps=1, progress=True)
+    bar = capsys.readouterr().err
+    assert bar.startswith("\rAGF: 0/1 jumps") and "AGF: 1/1 jumps [" in bar
+    assert f"t = {shown.times[-1]:.4g}]" in bar
+    hidden = alternating_gradient_flow(network, data, theta0, max_jumps=1, progress=False)
+    assert capsys.readouterr().err == ""
+    np.testing.assert_array_equal(shown.times, hidden.times)
+    np.testing.assert_array_equal(shown.losses, hidden.losses)
+    with pytest.raises(TypeError, match="^progress must be True, False or None, got str$"):
+        alternating_gradient_flow(network, data, theta0, max_jumps=1, progress="yes")

@@ -197,50 +197,6 @@ def test_outputs_are_the_bilinear_forms_and_depend_on_theta_only_through_M():
     np.testing.assert_allclose(net.product(torch.as_tensor(theta)), M, rtol=1e-14, atol=1e-15 * np.abs(M).max())
 
 
-@pytest.mark.parametrize("data", ["prompts", "population"])
-def test_closed_form_utility_gradient_matches_autograd(data, autograd_utility_gradient):
-    d, H, N = 3, 5, 7
-    Sigma, _, _ = random_covariance(5, d)
-    if data == "prompts":
-        X, y = attention.sample_prompts(Sigma, N, 64, seed=2)
-    else:
-        X, y = attention.population_data(Sigma, N)
-    net = LinearAttentionNetwork(d, H)
-    rng = np.random.default_rng(1)
-    theta = rng.normal(size=(H, 1 + 2 * d))
-    residual = y.reshape(-1, 1) - 0.01 * net(theta, X) + rng.normal(size=(len(y), 1))
-    U, grad = net.utility_gradient(theta, X, residual)
-
-    def heads(theta, X):  # ŷ_h = V_h K_hᵀ Φ Q_h, written with torch operations
-        Phi = X.reshape(-1, d, d)
-        bilinear = torch.einsum("hi,nij,hj->hn", theta[:, 1 : 1 + d], Phi, theta[:, 1 + d :])
-        return (theta[:, 0, None] * bilinear)[..., None]
-
-    U_ref, grad_ref = autograd_utility_gradient(heads, theta, X, residual)
-    assert U.shape == (H,) and grad.shape == (H, 1 + 2 * d)
-    # the same sums in another order: rounding of a few ulps of the largest term
-    np.testing.assert_allclose(U, U_ref, rtol=1e-12, atol=1e-12 * np.abs(U_ref).max())
-    np.testing.assert_allclose(grad, grad_ref, rtol=1e-12, atol=1e-12 * np.abs(grad_ref).max())
-    np.testing.assert_allclose(U, agf_lib.utility(net, theta, X, residual), rtol=1e-12,
-                               atol=1e-12 * np.abs(U_ref).max())
-
-
-def test_heads_are_homogeneous_of_degree_three_and_satisfy_euler_identity():
-    d, H, N = 3, 4, 5
-    Sigma, _, _ = random_covariance(6, d)
-    X, y = attention.population_data(Sigma, N)
-    net = LinearAttentionNetwork(d, H)
-    theta = np.random.default_rng(3).normal(size=(H, 1 + 2 * d))
-    outputs = net.neuron_outputs(theta, X)
-    scales = np.array([0.1, 0.7, 1.0, 2.5])
-    scaled = net.neuron_outputs(theta * scales[:, None], X)
-    np.testing.assert_allclose(scaled, outputs * scales[:, None, None] ** 3, rtol=1e-12,
-                               atol=1e-12 * np.abs(scaled).max())
-    residual = y.reshape(-1, 1) - 0.5 * net(theta, X)
-    U, grad = net.utility_gradient(theta, X, residual)
-    np.testing.assert_allclose((theta * grad).sum(1), 3 * U, rtol=1e-12, atol=1e-12 * np.abs(U).max())
-
-
 @pytest.mark.parametrize("alpha", [1e-6, 0.3])
 def test_initial_theta_is_seeded_with_mean_squared_norm_alpha_squared(alpha):
     d, H = 3, 20_000
@@ -295,7 +251,7 @@ def test_optimal_map_is_the_stationary_point_and_the_last_pcr_level(seed, d, N):
                                atol=1e-12 * np.abs(M_star).max())
     stair = attention.limit_staircase(Sigma, N)
     np.testing.assert_allclose(attention.population_loss(M_star, Sigma, N), stair.losses[-1], rtol=1e-12)
-    np.testing.assert_allclose(stair.states[-1], M_star, rtol=1e-12, atol=1e-13 * np.abs(M_star).max())
+    np.testing.assert_allclose(stair.predictors[-1], M_star, rtol=1e-12, atol=1e-13 * np.abs(M_star).max())
     # it is a minimum: the loss is strictly convex (E[ΦΦᵀ] = E[S²] ⊗ Σ is positive definite)
     rng = np.random.default_rng(seed)
     for _ in range(3):
@@ -307,12 +263,12 @@ def test_pcr_levels_are_losses_of_the_restricted_minimizers(seed, d, N):
     Sigma, lam, v = random_covariance(seed, d)
     trace = np.trace(Sigma)
     stair = attention.limit_staircase(Sigma, N)
-    assert stair.num_jumps == d and stair.order == list(range(d)) and len(stair.states) == d + 1
+    assert stair.num_jumps == d and stair.order == list(range(d)) and len(stair.predictors) == d + 1
     assert np.all(np.diff(stair.losses) < 0)
     np.testing.assert_allclose(stair.losses[0], 0.5 * trace, rtol=1e-15)
     scale = N * lam[0] ** 2
     for k in range(d + 1):
-        M_k = stair.states[k]
+        M_k = stair.predictors[k]
         np.testing.assert_allclose(attention.population_loss(M_k, Sigma, N), stair.losses[k], rtol=1e-12)
         expected = 0.5 * (trace - sum(N * lam[l] ** 2 / (trace + (N + 1) * lam[l]) for l in range(k)))
         np.testing.assert_allclose(stair.losses[k], expected, rtol=1e-12)
@@ -444,8 +400,8 @@ def test_max_utility_after_k_components_is_N_lambda_squared_over_three_root_thre
         if k:
             heads = heads_for_map(lam, v, Sigma, N, k)
             net_k = LinearAttentionNetwork(d, k)
-            np.testing.assert_allclose(net_k.product(heads), stair.states[k], rtol=1e-12,
-                                       atol=1e-14 * np.abs(stair.states[k]).max())
+            np.testing.assert_allclose(net_k.product(heads), stair.predictors[k], rtol=1e-12,
+                                       atol=1e-14 * np.abs(stair.predictors[k]).max())
             residual = y - net_k(heads, X)
         else:
             residual = y
@@ -552,8 +508,8 @@ def test_agf_with_adaptive_rate_reaches_the_pcr_levels_and_maps(agf_problem):
         # the cost phase stops when gradients have fallen by cost_tol = 1e-9, leaving the map off by that
         # gradient over the loss's smallest curvature (observed ≤ 2.1e-7 relative); 1e-5 still separates
         # PCR's map from any other candidate (e.g. M_k with a component missing differs by O(1))
-        np.testing.assert_allclose(active_map(stair, k, AGF_D), pcr.states[k], rtol=0,
-                                   atol=1e-5 * np.abs(pcr.states[k]).max())
+        np.testing.assert_allclose(active_map(stair, k, AGF_D), pcr.predictors[k], rtol=0,
+                                   atol=1e-5 * np.abs(pcr.predictors[k]).max())
     # the first head to activate has found v_1
     first = stair.states[1][stair.order[0]]
     assert cosine(first[1 : 1 + AGF_D], v[:, 0]) > 0.999 and cosine(first[1 + AGF_D :], v[:, 0]) > 0.999
@@ -580,8 +536,8 @@ def test_agf_with_plain_rate_activates_heads_aligned_with_successive_eigenvector
         # each new head enters along the next eigenvector
         assert cosine(head[1 : 1 + AGF_D], v[:, k - 1]) > 0.999
         assert cosine(head[1 + AGF_D :], v[:, k - 1]) > 0.999
-        np.testing.assert_allclose(active_map(stair, k, AGF_D), pcr.states[k], rtol=0,
-                                   atol=1e-5 * np.abs(pcr.states[k]).max())
+        np.testing.assert_allclose(active_map(stair, k, AGF_D), pcr.predictors[k], rtol=0,
+                                   atol=1e-5 * np.abs(pcr.predictors[k]).max())
 
 
 def test_plain_rate_agf_jump_times_converge_to_gradient_flow_and_the_closed_forms_stay_lower_bounds(agf_problem):
@@ -647,8 +603,10 @@ BAD_SIGMAS = {
     "inf": (np.array([[np.inf, 0.0], [0.0, 1.0]]), ValueError, "Sigma contains NaN or infinite"),
     "complex": (np.eye(2) * (1 + 1j), TypeError, "Sigma must hold real numbers"),
     "strings": (np.array([["1", "0"], ["0", "1"]]), TypeError, "Sigma must hold real numbers"),
-    "scalar": (2.0, TypeError, "Sigma must be a square array"),
-    "none": (None, TypeError, "Sigma must be a square array"),
+    "scalar": (2.0, TypeError, r"Sigma must be a square \(d, d\) covariance matrix \(an array of real numbers\), "
+                               "got float"),
+    "none": (None, TypeError, r"Sigma must be a square \(d, d\) covariance matrix \(an array of real numbers\), "
+                              "got NoneType"),
 }
 
 

@@ -31,14 +31,7 @@ from agf_lib.results import Trajectory
 
 pytestmark = pytest.mark.conformance
 
-# Two values of α per problem: κ = 2 problems at 1e-4 and 1e-8, κ = 3 problems (adaptive rate) at
-# 1e-3 and 1e-6. In each pair log(1/α) doubles, so an error of order 1/log(1/α) halves.
-ALPHAS = {2: (1e-4, 1e-8), 3: (1e-3, 1e-6)}
-# The return to dormancy at 1e-3 and 1e-6: at 1e-8 the cost step after the second jump raises
-# CostStepError (its gradient stalls at 2.4e-8 of its initial size, cost_tol 1e-9) -- a library issue.
-ALPHAS_OF = {"diagonal-dormancy": (1e-3, 1e-6), "relu-xor": (1e-6, 1e-12)}
-# relu-xor at 1e-6 and 1e-12: its third and fourth jumps are 1.3 log(1/α) apart, and at 1e-4 gradient
-# flow is still 4.3% of the initial loss above AGF's level in the middle of the plateau between them.
+# Two values of α per problem, problems.Problem.alphas (larger first; log(1/α) doubles between them).
 # Every problem is checked. (groups-d3 once had its 2-d irrep first: at H = 8, below the 9 neurons that fit
 # that irrep exactly (chapter 09), neither engine reached its level; it now checks the sign irrep first, which
 # two neurons fit: the first to exactly half its drop, the second 7.3 GF time units later at both α (1.05
@@ -108,7 +101,7 @@ NEURON_WISE_FAILS = "linear-noncommuting"
 
 
 def alphas(name):
-    return ALPHAS_OF.get(name, ALPHAS[int(problems.get(name).network.kappa)])
+    return problems.get(name).alphas
 
 
 CHECKED = [name for name in problems.names() if name not in UNCHECKED]
@@ -156,7 +149,7 @@ def run(name, alpha):
         gf_path = problem.rescaled(gf, alpha)
     if jumps < reference.num_jumps:
         reference = agf_lib.Staircase(reference.times[: jumps + 1], reference.losses[: jumps + 1],
-                                      reference.order[:jumps], states=reference.states[: jumps + 1],
+                                      reference.order[:jumps], predictors=reference.predictors[: jumps + 1],
                                       time_unit=reference.time_unit)
     drops = -np.diff(reference.losses)
     timed = np.nonzero(drops >= TIMED_DROP * reference.losses[0])[0]
@@ -181,7 +174,7 @@ def test_agf_learns_the_closed_form_levels_in_order(name, index, alpha):
         j = int(np.searchsorted(agf.times / r["unit"], middle, side="right")) - 1
         theta = agf.states[j].copy()
         theta[np.setdiff1d(np.arange(problem.network.num_neurons), agf.active[j])] = 0.0
-        error = np.linalg.norm(problem.network(theta, X) - problem.level_outputs(reference.states[k]))
+        error = np.linalg.norm(problem.network(theta, X) - problem.level_outputs(reference.predictors[k]))
         assert error <= OUTPUT_TOL * np.linalg.norm(y), (k, error / np.linalg.norm(y))
     if problem.exact:
         assert agf.order == reference.order

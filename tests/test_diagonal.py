@@ -204,7 +204,7 @@ def test_pesme_flammarion_sends_the_redundant_coordinate_back_to_dormancy(deacti
     assert staircase.active == [(), (2,), (0, 2), (0, 1), (0, 1, 2)]
     assert_same_staircase(staircase, reference_pesme_flammarion(X, y), rtol=1e-6)
     # the returning coordinate comes back with the opposite sign
-    assert staircase.states[1][2] > 0 and staircase.states[-1][2] < 0
+    assert staircase.predictors[1][2] > 0 and staircase.predictors[-1][2] < 0
 
 
 @pytest.mark.parametrize("alpha", [1e-2, 1e-4, 1e-8])
@@ -221,14 +221,14 @@ def test_pesme_flammarion_on_the_sign_reversal_problem_has_the_hand_computed_sta
     # ℓ0 = ½E[y²], ℓ1 = ℓ0 − ½Σ_xy,1² (β_1 = 1), ℓ2 = 0 (exact fit)
     ell0 = 0.5 * float(np.mean(y**2))
     np.testing.assert_allclose(staircase.losses, [ell0, ell0 - 0.5, 0.0], rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(staircase.states[-1], np.linalg.solve([[1, 0.8], [0.8, 1]], [1, 0.3]), rtol=1e-12)
+    np.testing.assert_allclose(staircase.predictors[-1], np.linalg.solve([[1, 0.8], [0.8, 1]], [1, 0.3]), rtol=1e-12)
 
 
 def test_pesme_flammarion_final_level_is_ordinary_least_squares_when_signs_allow(regression_problem):
     X, y = regression_problem
     staircase = diagonal.limit_staircase(X, y)
     ols = np.linalg.lstsq(X, y, rcond=None)[0]
-    np.testing.assert_allclose(staircase.states[-1], ols, rtol=1e-10)
+    np.testing.assert_allclose(staircase.predictors[-1], ols, rtol=1e-10)
     np.testing.assert_allclose(staircase.losses[-1], half_mse(X, y, ols), rtol=1e-12)
     assert np.all(np.diff(staircase.losses) < 0)
 
@@ -251,7 +251,7 @@ def test_diagonal_agf_is_pesme_flammarion_at_psi_star_times_its_times(problem, r
         assert staircase.deactivated == deactivated
         np.testing.assert_allclose(staircase.times, diagonal.activation_threshold(alpha) * times, rtol=1e-11, atol=0)
         np.testing.assert_allclose(staircase.losses, losses, rtol=0, atol=1e-14 * losses[0])
-        np.testing.assert_allclose(np.array(staircase.states), np.array(states), rtol=0,
+        np.testing.assert_allclose(np.array(staircase.predictors), np.array(states), rtol=0,
                                    atol=1e-13 * np.abs(states[-1]).max())
 
 

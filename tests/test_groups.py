@@ -645,7 +645,7 @@ def test_a_sequence_of_dormant_norms_gives_the_papers_recursion_of_escapes(adapt
     norms, eta = [0.05, 0.2], 1.5
     staircase = groups.agf_staircase(x, G, initial_norm=norms, eta=eta, adaptive_rate=adaptive_rate)
     assert staircase.time_unit == GF_TIME and staircase.num_jumps == len(norms) < len(found)
-    assert len(staircase.losses) == len(staircase.states) == len(norms) + 1
+    assert len(staircase.losses) == len(staircase.predictors) == len(norms) + 1
     elapsed = 0.0
     for j, ((residual, _, theta, loss), mu) in enumerate(zip(found, norms), 1):
         gradient = lambda th, r=residual: _sample_utility_gradient(th, X, r, 2)[1]  # noqa: E731
@@ -859,7 +859,7 @@ def test_eight_neurons_approach_e_of_d3_only_with_diverging_weights_and_seven_st
 
 def _d3_standard_run(H, k, alpha, t_end_factor, jump=1, seed=0, num_samples=2000):
     problem = problems.get("groups-d3")
-    x, G = problem.limit.states[-1], groups.dihedral(3)
+    x, G = problem.setting.template, groups.dihedral(3)
     limit = groups.limit_staircase(x, G, k=k, adaptive_rate=True, whole_classes=True)
     net = groups.CompositionNetwork(G, H, k=k)
     run = gradient_flow(net, groups.dataset(x, G, k=k), net.initial_theta(alpha=alpha, seed=seed),

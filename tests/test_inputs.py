@@ -238,10 +238,12 @@ def test_other_options_are_checked_naming_the_option(network, theta0, data):
         gradient_flow(network, data, theta0, 1.0, times=[0.5, 0.2])
     with pytest.raises(ValueError, match="max_jumps must be None or a non-negative integer"):
         alternating_gradient_flow(network, data, theta0, max_jumps=-1)
-    with pytest.raises(ValueError, match="max_jumps must be None or a non-negative integer"):
+    with pytest.raises(TypeError, match="^max_jumps must be None or a non-negative integer, got float"):
         diagonal.agf_staircase(*data, alpha=1e-3, max_jumps=1.5)
-    with pytest.raises(ValueError, match="max_jumps must be None or a non-negative integer"):
+    with pytest.raises(TypeError, match="^max_jumps must be None or a non-negative integer, got bool"):
         diagonal.limit_staircase(*data, max_jumps=True)
+    with pytest.raises(TypeError, match="^num_samples must be an integer, got float"):
+        gradient_flow(network, data, theta0, 1.0, num_samples=10.0)
     with pytest.raises(ValueError, match="dormancy_threshold must be below one"):
         alternating_gradient_flow(network, data, theta0, dormancy_threshold=2.0)
     with pytest.raises(ValueError, match="^dormancy_threshold must be a finite positive number"):
@@ -327,12 +329,12 @@ def test_loss_and_utility_check_their_arguments(network, theta0, data):
 
 
 @pytest.mark.parametrize("signs, error, match", [
-    ([2, -5, 0], ValueError, r"^signs must hold only -1, 0 and \+1, got \[2, -5, 0\]"),
+    ([2, -5, 0], ValueError, r"^signs must hold only -1, 0 and \+1, got \[2.0, -5.0, 0.0\]"),
     ([0.5, 1, 1], ValueError, r"^signs must hold only -1, 0 and \+1, got \[0.5, 1.0, 1.0\]"),
     ([1, 1], ValueError, r"^signs must have shape \(d,\) = \(3,\), one entry per column of X, got \(2,\)"),
     (np.ones((3, 1)), ValueError, r"^signs must have shape \(d,\) = \(3,\)"),
     ("+-+", TypeError, "^signs must be an array of -1, 0 and \\+1, got str"),
-    ([None, 1, 1], TypeError, "^signs must be an array of -1, 0 and \\+1, got dtype object"),
+    ([None, 1, 1], TypeError, "^signs must hold real numbers, got dtype object"),
 ])
 def test_sign_constrained_least_squares_checks_the_signs(signs, error, match, data):
     with pytest.raises(error, match=match):
@@ -354,7 +356,7 @@ def test_sign_constrained_least_squares_checks_x_and_y(data):
 def test_log_cosh_and_beta_of_psi_refuse_what_is_not_real_numbers():
     with pytest.raises(TypeError, match="^x must be a real number or an array of real numbers, got str"):
         diagonal.log_cosh("abc")
-    with pytest.raises(TypeError, match="^psi must be a real number or an array of real numbers, got dtype complex128"):
+    with pytest.raises(TypeError, match="^psi must hold real numbers, got dtype complex128"):
         diagonal.beta_of_psi(np.array([1j]), 0.1)
 
 
@@ -391,7 +393,7 @@ def test_harmonic_neurons_accepts_exactly_the_n_its_message_names():
     ("rtol", "1e-9", TypeError, "^rtol must be a real number, got str"),
     ("adaptive_rate", "no", TypeError, "^adaptive_rate must be True or False, got str"),   # ran as True
     ("record_params", 1, TypeError, "^record_params must be True or False, got int"),
-    ("progress", None, TypeError, "^progress must be True or False, got NoneType"),
+    ("progress", "yes", TypeError, "^progress must be True, False or None, got str"),
     ("times", [], ValueError, r"^times must be a non-empty 1-D array, got shape \(0,\)"),   # was an IndexError
     ("times", [math.nan], ValueError, "^times contains NaN or infinite values"),
     ("times", "0.5", TypeError, "^times must be a 1-D array of real numbers, got str"),

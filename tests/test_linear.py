@@ -82,7 +82,7 @@ def test_greedy_low_rank_matches_an_independent_implementation(seed, c, d):
     assert staircase.num_jumps == min(c, d)
     np.testing.assert_allclose(staircase.times, times, rtol=1e-6)
     np.testing.assert_allclose(staircase.losses, levels, rtol=1e-6, atol=1e-12 * levels[0])
-    for state, beta in zip(staircase.states, betas):
+    for state, beta in zip(staircase.predictors, betas):
         np.testing.assert_allclose(state, beta, rtol=1e-6, atol=1e-10)
     assert staircase.time_unit == LOG_TIME
 
@@ -235,19 +235,6 @@ def test_population_loss_is_the_expected_squared_error_with_noise():
 
 # ---------------------------------------------------------------------------------------------
 # the network class
-
-
-def test_closed_form_utility_gradient_matches_autograd(autograd_utility_gradient):
-    Sigma_xx, Sigma_yx = random_problem(6, 3, 4)
-    X, y = linear.population_data(Sigma_xx, Sigma_yx)
-    network = linear.FullyConnectedLinearNetwork(4, 5, 3)
-    theta = network.initial_theta(alpha=0.7, seed=2)
-    residual = y - network(theta, X)
-    U, grad = network.utility_gradient(theta, X, residual)
-    rank_one = lambda theta, X: (theta[:, :4] @ X.T)[:, :, None] * theta[:, None, 4:]  # a_h w_hᵀx, in torch
-    U_ref, grad_ref = autograd_utility_gradient(rank_one, theta, X, residual)
-    np.testing.assert_allclose(U, U_ref, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(grad, grad_ref, rtol=1e-12, atol=1e-14)
 
 
 def test_factors_product_and_basis_are_consistent():
@@ -403,7 +390,7 @@ def test_basis_agf_levels_are_the_losses_of_reduced_rank_regression(seed, c, d):
             beta = linear.reduced_rank_regression(Sigma_xx, Sigma_yx, rank=k)
             level = linear.population_loss(beta, Sigma_xx, Sigma_yx, Sigma_yy=Sigma_yy)
             np.testing.assert_allclose(agf.losses[k], level, rtol=0, atol=1e-10 * agf.losses[0])
-            np.testing.assert_allclose(agf.states[k], beta, atol=1e-12 * np.abs(beta).max(initial=1.0))
+            np.testing.assert_allclose(agf.predictors[k], beta, atol=1e-12 * np.abs(beta).max(initial=1.0))
             assert agf.active[k] == tuple(range(k))
         # the last level is what no linear map removes: zero, or half the trace of the noise
         np.testing.assert_allclose(agf.losses[-1], 0.5 * np.trace(noise) if Sigma_yy is not None else 0.0,
@@ -536,11 +523,12 @@ GOOD_XX, GOOD_YX = np.eye(3), np.ones((2, 3))
 
 
 @pytest.mark.parametrize("call,error,match", [
-    (lambda: linear.limit_staircase("eye", GOOD_YX), TypeError, "^Sigma_xx must be a 2-D numpy array"),
+    (lambda: linear.limit_staircase("eye", GOOD_YX),
+     TypeError, r"^Sigma_xx must be a square \(d, d\) covariance matrix \(an array of real numbers\), got str"),
     (lambda: linear.limit_staircase(np.eye(3)[:2], GOOD_YX),
      ValueError, r"^Sigma_xx must be a square \(d, d\) covariance matrix, got shape \(2, 3\)"),
     (lambda: linear.limit_staircase(np.ones(3), GOOD_YX),
-     ValueError, r"^Sigma_xx must be a 2-D matrix, got an array of shape \(3,\)"),
+     ValueError, r"^Sigma_xx must be a square \(d, d\) covariance matrix, got shape \(3,\)"),
     (lambda: linear.limit_staircase(np.array([[1.0, 0.5], [0.0, 1.0]]), np.ones((2, 2))),
      ValueError, "^Sigma_xx must be symmetric"),
     (lambda: linear.limit_staircase(np.diag([1.0, 0.0, 1.0]), GOOD_YX),

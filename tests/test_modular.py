@@ -89,7 +89,7 @@ def test_frequency_domain_utility_equals_the_sample_mean(p):
     np.testing.assert_allclose(modular.fourier_utility(thetas, x), [sample_utility(t, X, Y) for t in thetas],
                                rtol=1e-10)
     stair = modular.limit_staircase(x)
-    residual = Y - modular.dataset(stair.states[1] + 0.0)[1]
+    residual = Y - modular.dataset(stair.predictors[1] + 0.0)[1]
     for theta in thetas:
         np.testing.assert_allclose(modular.fourier_utility(theta, x, learned=[stair.order[0]]),
                                    sample_utility(theta, X, residual), rtol=1e-9, atol=1e-12)
@@ -177,7 +177,7 @@ def test_levels_are_the_losses_of_six_harmonic_neurons_per_learned_frequency(p):
         X, _ = modular.dataset(x)
         net = modular.QuadraticModularNetwork(p, theta.shape[0])
         np.testing.assert_allclose(net(theta, X),
-                                   modular.dataset(stair.states[k] + 0.0)[1], atol=1e-10)
+                                   modular.dataset(stair.predictors[k] + 0.0)[1], atol=1e-10)
 
 
 @pytest.mark.parametrize("N", [6, 9, 11, 12, 14])
@@ -349,7 +349,7 @@ def test_output_power_of_exact_harmonics_equals_the_target_spectrum(p):
     theta = np.concatenate([modular.harmonic_neurons(x, xi) for xi in stair.order[:2]])
     net = modular.QuadraticModularNetwork(p, theta.shape[0])
     power = modular.output_power(net, theta, modular.dataset(x)[0])
-    expected = dft.power_spectrum(stair.states[2])
+    expected = dft.power_spectrum(stair.predictors[2])
     np.testing.assert_allclose(power, expected, atol=1e-10)
     np.testing.assert_allclose(modular.output_power(net, theta[None].repeat(2, 0), modular.dataset(x)[0]),
                                [expected, expected], atol=1e-10)
@@ -451,4 +451,4 @@ def test_library_at_the_cyclic_group_is_lemma_f2_theorem_f3_and_eq_9(p):
         assert list(staircase.order) == order
         np.testing.assert_allclose(staircase.times, np.concatenate([[0.0], times]), rtol=1e-12)
         np.testing.assert_allclose(staircase.losses, levels, rtol=1e-12, atol=1e-14 * (x @ x))
-        np.testing.assert_allclose(np.array(staircase.states), templates, atol=1e-12)
+        np.testing.assert_allclose(np.array(staircase.predictors), templates, atol=1e-12)

@@ -104,7 +104,7 @@ def test_orthogonal_staircase_levels_and_rescaled_jump_times_in_closed_form():
     np.testing.assert_allclose(staircase.times, [0.0, 4 / math.hypot(3, 1.5), 4 / math.hypot(2, 1)], rtol=1e-15)
     assert staircase.order == [(1, (0, 2)), (-1, (1, 3))]
     # each level's outputs: the fitted samples' targets, zero elsewhere
-    np.testing.assert_array_equal(np.hstack(staircase.states), [[0, 3, 3], [0, 0, -2], [0, 1.5, 1.5], [0, 0, -1]])
+    np.testing.assert_array_equal(np.hstack(staircase.predictors), [[0, 3, 3], [0, 0, -2], [0, 1.5, 1.5], [0, 0, -1]])
 
 
 def test_xor_staircase_takes_one_sample_per_jump_at_the_maximizers_utility():
@@ -120,7 +120,7 @@ def test_xor_staircase_takes_one_sample_per_jump_at_the_maximizers_utility():
     levels = [np.sum(np.square(magnitudes[k:])) / 8 for k in range(5)]
     np.testing.assert_allclose(staircase.losses, levels, rtol=1e-15, atol=1e-17)
     assert staircase.order == [0, 1, 2, 3]
-    np.testing.assert_array_equal(staircase.states[2].ravel(), [1.0, -0.8, 0.0, 0.0])
+    np.testing.assert_array_equal(staircase.predictors[2].ravel(), [1.0, -0.8, 0.0, 0.0])
     # equal magnitudes: the chapter's XOR, four jumps at the same rescaled time 2 sqrt(2)
     equal = relu.xor_staircase()
     np.testing.assert_allclose(equal.times[1:], 2 * math.sqrt(2), rtol=1e-15)
