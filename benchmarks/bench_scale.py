@@ -38,8 +38,9 @@ the groups), a log-log plot (``bench_scale.png`` next to this file), and ``KEY``
 kept in ``bench_scale.json`` next to this file, one entry per family, so that a run of one family
 redraws the plot with the other family's last measured timings.
 
-    python benchmarks/bench_scale.py                 # full: about 25 minutes on an idle 2-core machine
-    python benchmarks/bench_scale.py --quick         # p = 11, 23 and A4, D6 only: about a minute
+    python benchmarks/bench_scale.py                 # full: the modular rows about 15 minutes, the group rows
+                                                     # 33 minutes (a 2-core machine under load 7-10)
+    python benchmarks/bench_scale.py --quick         # p = 11, 23 and A4, D6 only: minutes
     python benchmarks/bench_scale.py --family groups # the group rows only
 """
 
@@ -244,13 +245,13 @@ def run_case(case, args, rows):
         f"{diff_b:.1e}" if diff_b is not None else "-",
         f"{t_c:.1f} / {cpu_c:.1f}" if t_c is not None else f"(~{predicted_gd:.0f}, skipped)",
         f"{err_c:.1e}" if err_c is not None else "-",
-        (f"{t_c / structured[equal][1]:.0f}x (rtol {equal:g})" if equal is not None else "-") if t_c else "-",
+        (f"{t_c / structured[equal][1]:.1f}x (rtol {equal:g})" if equal is not None else "-") if t_c else "-",
     ])
     print(f"{case['label']}: structured {t_a:.2f} s ({run_a.evaluations} evaluations), dense "
           f"{'%.1f s' % t_b if t_b is not None else 'skipped (~%.0f s)' % predicted_dense}, descent "
           f"{'%.1f s' % t_c if t_c is not None else 'skipped (~%.0f s)' % predicted_gd}", flush=True)
     return dict(size=case["size"], structured=t_a, dense=t_b, dense_predicted=predicted_dense, gd=t_c,
-                gd_predicted=predicted_gd, cpu_a=cpu_a, cpu_b=cpu_b, diff_b=diff_b, evaluations=run_a.evaluations,
+                gd_predicted=predicted_gd, cpu_a=cpu_a, cpu_b=cpu_b, cpu_c=cpu_c, diff_b=diff_b, evaluations=run_a.evaluations,
                 equal_rtol=equal, gd_over_equal=(t_c / structured[equal][1]) if t_c and equal is not None else None)
 
 
@@ -273,8 +274,8 @@ def plot(results, path):
     import matplotlib.pyplot as plt
 
     families = [f for f in ("modular", "groups") if results.get(f)]       # "notes" is not a family
-    fig, axes = plt.subplots(1, len(families), figsize=(5, 2.8), squeeze=False)
-    for ax, family in zip(axes[0], families):
+    fig, axes = plt.subplots(len(families), 1, figsize=(5, 3.4 * len(families)), squeeze=False)
+    for ax, family in zip(axes[:, 0], families):
         timings = sorted(results[family].values(), key=lambda r: r["size"])
         for key, label, marker in SERIES:
             measured = [(r["size"], r[key]) for r in timings if r[key] is not None]
@@ -290,11 +291,19 @@ def plot(results, path):
                 q, t = zip(*predicted)
                 ax.loglog(q, t, marker=marker, linestyle="none", fillstyle="none", markersize=4, color=color,
                           label=f"{label}, predicted (skipped)")
+        sizes = sorted({r["size"] for r in timings})
+        ax.set_xticks(sizes, [str(q) for q in sizes], minor=False)
+        ax.set_xticks([], minor=True)
+        if family == "groups":
+            for r_label, r in results[family].items():     # name the groups beside their structured point
+                ax.annotate(r_label, (r["size"], r["structured"]), xytext=(4, 0), textcoords="offset points",
+                            fontsize=7, va="center")
         ax.set_xlabel("p" if family == "modular" else "|G|", fontsize=9)
+        ax.set_ylabel("wall time (s)", fontsize=9)
         ax.set_title("modular addition" if family == "modular" else "groups (C_n, D_n, A4, S4, A5)", fontsize=9)
         ax.tick_params(labelsize=8)
-        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, frameon=False)
-    axes[0, 0].set_ylabel("wall time (s)", fontsize=9)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+    fig.subplots_adjust(hspace=0.9)
     fig.savefig(path, dpi=150, bbox_inches="tight")
 
 
