@@ -3,7 +3,7 @@
 In ``python -m pytest`` nbval executes the chapters (one test per code cell, ``chapters/NN_slug.ipynb::Cell k``);
 a chapter's time is the sum of its cells' setup, call and teardown durations (its kernel's start and stop
 included), read from the test reports. Where the book build executes the chapters itself (nbval not in the
-session: ``-m book``, tests/test_book.py alone), test_chapter_executes records each chapter's execution time
+session: tests/test_book.py or tests/ alone), test_chapter_executes records each chapter's execution time
 from the build log as the user property ``chapter_execution_s``. The book build's wall time, its number of
 reading processes, the chapters it executed and the seconds it waited for nbval's runs come as
 ``book_build_s`` (the build runs on an xdist worker; user properties travel back with the reports).

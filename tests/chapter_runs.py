@@ -9,12 +9,19 @@ start and stop included) and the cells that failed. tests/test_book.py builds th
 (jupyter-book's ``execute_notebooks: cache``, the cache filled with them) instead of executing the chapters a
 second time.
 
-Order: the chapters are collected first and tests/test_book.py last, and xdist keeps that order
-(``--dist loadfile --no-loadscope-reorder``): every chapter is handed to a worker before the book tests are,
-so the worker running the book tests waits at most for the chapters still running on the other worker (and
-never for one queued behind itself). Where not every chapter's cells are in the session (a chapter or ``-k``
-on the command line, ``-m book``, ``tests/`` alone), ``chapters_in_session`` is empty and the book build
-executes the chapters itself, as the README's build command does.
+nbval's kernel runs each cell with the kernel's history on, as Jupyter and nbclient do (nbval turns it off:
+then a cell ending in ``f(...);`` would show its result, and the book would show it too).
+
+Order: the chapters are collected first (heaviest first), then the book build's tests, then the student
+edition's and the launch buttons' tests (units of their own, ``APART``: they execute no chapter), then the
+unit tests, and xdist keeps that order (``--dist loadfile --no-loadscope-reorder``, with the scheduler below):
+every chapter is handed to a worker before the book tests are, so the worker running the book tests waits
+at most for the chapters still running on the other worker (and never for one queued behind itself), while
+the other worker goes on to the rest. Where not every chapter's cells are in the session (a chapter or
+``-k`` on the command line, ``tests/`` alone), ``chapters_in_session`` is empty and the
+book build executes the chapters itself, as the README's build command does. If a chapter's run never
+arrives (no new one for 600 s), the build executes the missing ones itself. ``AGF_EXECUTED_CHAPTERS=DIR``
+keeps the executed notebooks in DIR after the run.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Cheap checks of what is committed:
 The built book (marker `book`; one build per session, in a temporary directory). In `python -m pytest`
 nbval has executed every chapter (a failing cell fails `chapters/NN_slug.ipynb::Cell k` with its source
 and traceback) and the build takes the outputs from those runs, executing nothing; with the book tests
-alone (`-m book`, this file) the build executes every chapter itself:
+alone (this file, `tests/`) the build executes every chapter itself:
 - every chapter executes once: in nbval's run, without a failing cell, and the build took its outputs from
   it; or, in a build that executes, a failing cell fails `test_chapter_executes[NN_slug]` with the cell's
   index, source and traceback; each chapter's execution time is printed after the test summary
@@ -461,7 +461,7 @@ def book_build(request, tmp_path_factory):
 
     Where this session runs every chapter with nbval (``python -m pytest``), the build reuses those runs:
     it waits for their executed notebooks (tests/chapter_runs.py) and reads the outputs from them, through
-    jupyter-book's cache, instead of executing the chapters again. Otherwise (``-m book``, this file alone)
+    jupyter-book's cache, instead of executing the chapters again. Otherwise (this file or ``tests/`` alone)
     the build executes every chapter itself, as the README's build command does.
     """
     jupyter_book = find_jupyter_book()
