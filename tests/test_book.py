@@ -383,6 +383,30 @@ def test_the_book_tests_that_run_apart_exist():
     assert set(chapter_runs.APART) <= names, set(chapter_runs.APART) - names
 
 
+def test_nbval_runs_a_cell_as_jupyter_does_so_a_trailing_semicolon_hides_its_result():
+    """The book shows nbval's runs: tests/chapter_runs.py has nbval's kernel keep its history, from which
+    IPython reads a cell's trailing ``;`` (nbval alone runs cells without it, and ``f();`` shows a result)."""
+    from nbval.kernel import CURRENT_ENV_KERNEL_NAME, RunningKernel
+
+    kernel = RunningKernel(CURRENT_ENV_KERNEL_NAME, cwd=str(ROOT / "chapters"))
+    try:
+        results = {}
+        for source in ("1 + 1;", "2 + 2"):
+            msg_id = kernel.execute_cell_input(source, allow_stdin=False)
+            kernel.await_reply(msg_id, timeout=60)
+            while True:
+                message = kernel.get_message("iopub", timeout=10)
+                if message["parent_header"].get("msg_id") != msg_id:
+                    continue
+                if message["msg_type"] == "execute_result":
+                    results[source] = message["content"]["data"]["text/plain"]
+                if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                    break
+    finally:
+        kernel.stop()
+    assert results == {"2 + 2": "4"}, results
+
+
 def test_config_has_launch_buttons_ready_and_no_thebe():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     launch = config["launch_buttons"]
