@@ -35,6 +35,10 @@ The float64 limit stated in :mod:`agf_lib.flow` applies here too, to networks wi
 dormant neuron whose utility flow reverses its sign after a long excursion, or a neuron restored
 at norm one after returning to dormancy, is timed with an error that grows as α shrinks. In the
 diagonal network's chart both are timed to 1e-7 or better, down to α = 1e-100.
+
+**Length.** One algorithm: its utility phase, its cost phase in two coordinate systems (the cost-step protocol
+``_CostCoordinates``) and the loop that alternates them share the engine's private state and tolerances, so
+they stay in one module.
 """
 
 from __future__ import annotations

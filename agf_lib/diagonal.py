@@ -13,10 +13,15 @@ time; the paper's accumulated utility and sign are ``𝒮_i = log cosh(2ψ_i) / 
 reaches one, ``𝒮_i = 1``, i.e. ``|ψ_i| = ψ*(α) = ½ arccosh(1/(2α²))`` (Corollary C.5), and the cost
 step is least squares with the signs of the active coordinates fixed (Section C.2).
 
-The setting's roles (the contract of every setting module): :class:`DiagonalLinearNetwork`;
+The setting (:class:`DiagonalSetting`, the contract of :class:`agf_lib.setting.Setting`) is built from
+:class:`DiagonalLinearNetwork`;
 :func:`initial_theta`; data ``(X, y)`` given by the caller; :func:`agf_staircase`, AGF in closed form at
 finite α in GF time; :func:`limit_staircase`, its α → 0 limit (Pesme–Flammarion) in ``t/log(1/α)``; and
 :func:`exact_flow`, gradient flow integrated exactly in the coordinates ψ.
+
+**Length.** The setting has three independent computations of the same staircase (the closed form, the exact
+flow in ψ, the generic engines through the network and its chart), which the chapters compare; they share the
+log-space helpers that keep α down to 1e-100 in range, so they stay together.
 """
 
 from __future__ import annotations

@@ -59,9 +59,14 @@ AGF extrapolates to the first). The levels of the piece staircase hold at every 
 The population loss over all tuples, which the engines evaluate on :func:`dataset` from functions on ``G``
 alone, is derived and implemented in :mod:`agf_lib.structured_loss`.
 
-**The setting's contract** (as in every setting module): the network :class:`CompositionNetwork`,
+**The setting** (:class:`CompositionSetting`, the contract of :class:`agf_lib.setting.Setting`) is built
+from the network :class:`CompositionNetwork`,
 :func:`initial_theta`, the data :func:`dataset`, the closed-form staircase at finite α in GF time
 :func:`agf_staircase`, and its α → 0 limit in rescaled time :func:`limit_staircase`.
+
+**Length.** The composition setting and its AGF theory (utilities, pieces, levels, staircases, the setting
+class); the finite-group library is :mod:`agf_lib.finite_groups`, the structured loss
+:mod:`agf_lib.structured_loss`, the exact fits :mod:`agf_lib.exact_fits`.
 """
 
 from __future__ import annotations
@@ -78,7 +83,8 @@ from .exact_fits import class_neurons, least_squares_fit
 from .finite_groups import (FiniteGroup, alternating4, alternating5, class_component, class_power, cyclic, dihedral,
                             fourier, inverse_fourier, product, quaternion, symmetric4, translates)
 from .finite_groups import _check_classes, _check_group, _check_template
-from .network import FeedForwardNetwork, power
+from .activations import power
+from .network import FeedForwardNetwork
 from .results import Staircase
 from .setting import NO_OPTIONS, Setting
 from .structured_loss import STRUCTURED_MIN_ROWS, StructuredNetwork, _check_structured
@@ -131,7 +137,7 @@ class CompositionNetwork(StructuredNetwork, FeedForwardNetwork):
     ``theta`` has shape ``(H, (k+1)|G|)``, each row ``θ_i = (u_i^(1), …, u_i^(k), w_i)``; inputs ``X`` of
     shape ``(n, k|G|)`` (see :func:`dataset`), ``|G|`` outputs; κ = k + 1. As a dense network it is
     :class:`agf_lib.network.FeedForwardNetwork` with ``d = k|G|`` inputs, ``c = |G|`` outputs and the power
-    activation ``z^k`` (``agf_lib.network.power``), whose closed forms it uses: with
+    activation ``z^k`` (``agf_lib.activations.power``), whose closed forms it uses: with
     ``z_in = ⟨(u_i^(1), …, u_i^(k)), x_n⟩`` and ``s_in = ⟨w_i, r_n⟩``,
 
         U_i = E_n[z_in^k s_in],   ∇_{u_i} U_i = k E_n[z_in^{k−1} s_in x_n],   ∇_{w_i} U_i = E_n[z_in^k r_n].

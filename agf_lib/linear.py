@@ -27,11 +27,16 @@ its utility flow, a linear flow solved exactly, and each cost step is a reduced-
 neuron-wise engine :func:`agf_lib.alternating_gradient_flow` does not apply here: it activates neurons,
 and on non-commuting covariances its jump times move away from gradient flow as α shrinks.
 
-The setting's roles (the contract of every setting module): :class:`FullyConnectedLinearNetwork`;
+The setting (:class:`LinearSetting`, the contract of :class:`agf_lib.setting.Setting`) is built from
+:class:`FullyConnectedLinearNetwork`;
 :func:`initial_theta`; the data :func:`population_data`; :func:`basis_agf`, AGF at finite α in GF time;
 :func:`limit_staircase`, the α → 0 staircase in ``t/log(1/α)``; and :func:`matrix_flow`, the setting's
 own fast flow. There is no closed form at finite α: the jump times then depend on the random
 initialization.
+
+**Length.** Besides its closed forms the setting has two engines of its own, the matrix flow and AGF on basis
+vectors, which share the graded (log-scaled) arithmetic that keeps tiny α in range; they stay beside the
+closed forms they are checked against.
 """
 
 from __future__ import annotations

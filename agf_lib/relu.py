@@ -38,7 +38,8 @@ from types import MappingProxyType
 import numpy as np
 from scipy.optimize import nnls
 
-from .network import FeedForwardNetwork, lifted_inputs, smooth_relu
+from .activations import lifted_inputs, smooth_relu
+from .network import FeedForwardNetwork
 from .network import as_data
 from .results import GF_TIME, LOG_TIME, Staircase
 from .setting import Setting

@@ -1,5 +1,10 @@
 """The two result types every chapter plots and compares, :class:`Trajectory` and :class:`Staircase`,
-and the unit their times are measured in, :class:`TimeUnit`."""
+and the unit their times are measured in, :class:`TimeUnit`.
+
+**Length.** Three result types and the time unit they share: each method (unit conversion, comparison, jump
+detection) is written once for both trajectories and staircases, in one module, so the unit rules cannot drift
+apart.
+"""
 
 from __future__ import annotations
 

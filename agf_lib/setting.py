@@ -5,19 +5,17 @@ connected linear networks, attention, ReLU networks, modular addition, compositi
 network, its data, the paper's initialization at scale α, and AGF's closed forms, at finite α and as
 α → 0. Each setting module exposes one subclass with the same names and argument orders:
 
-================================  ==============================================================
-``network``                       the :class:`~agf_lib.network.TwoLayerNetwork` trained
-``data()``                        ``(X, y)``: inputs ``(n, d)``, targets ``(n, c)``, float64
-``initial_theta(*, alpha, seed)`` the paper's initialization at scale α, shape ``(H, P)``
-``agf_staircase(*, alpha=None,    AGF's staircase at finite α in GF time ``t``: from the setting's
-initial_norms=None, seed=0)``     seeded initialization at ``alpha``, or from given dormant norms
-``limit_staircase()``             AGF's α → 0 staircase, in the rescaled time of its ``time_unit``
-``level_outputs(predictor)``      the network's outputs ``(n, c)`` on ``X`` when it computes the
-                                  function of a level: ``predictor`` is ``Staircase.predictors[k]``
-``options``, ``agf_options``      options both engines take, and AGF's own
-``exact``                         whether ``agf_staircase`` is AGF itself at that α
-``has_closed_form``               whether the setting has ``agf_staircase`` at finite α at all
-================================  ==============================================================
+- ``network``: the :class:`~agf_lib.network.TwoLayerNetwork` trained;
+- ``data()``: ``(X, y)``, inputs ``(n, d)`` and targets ``(n, c)``, float64;
+- ``initial_theta(*, alpha, seed=0)``: the setting's initialization at scale α, shape ``(H, P)``;
+- ``agf_staircase(*, alpha=None, initial_norms=None, seed=0)``: AGF's staircase at finite α in GF time
+  ``t``, from the seeded initialization at ``alpha`` or from given dormant norms;
+- ``limit_staircase()``: AGF's α → 0 staircase, in the rescaled time of its ``time_unit``;
+- ``level_outputs(predictor)``: the network's outputs ``(n, c)`` on ``X`` when it computes the function of
+  a level, ``predictor`` being ``Staircase.predictors[k]``;
+- ``options`` and ``agf_options``: options both engines take, and AGF's own;
+- ``exact``: whether ``agf_staircase`` is AGF itself at that α; ``has_closed_form``: whether the setting
+  has ``agf_staircase`` at finite α at all.
 
 :mod:`agf_lib.problems` builds the book's standard problems from settings, and one test
 (``tests/test_settings.py``) checks this contract on every setting module. The library page's

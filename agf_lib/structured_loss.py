@@ -42,6 +42,10 @@ The networks recognize the dataset by comparing it, row by row, with the one its
 generates (anything else, a subset or a permutation of the rows, noisy targets, is evaluated densely), and
 ``structured`` chooses (:class:`agf_lib.groups.CompositionNetwork`). ``tests/test_structured.py`` checks the
 structured evaluation against the dense one to 1e-12; ``benchmarks/bench_scale.py`` measures the speed.
+
+**Length.** One derivation and the code that follows it line by line: the loss, the utilities and their
+gradients for any ``k`` and any group share the moment matrices built here, and splitting them would separate
+each formula from its derivation.
 """
 
 from __future__ import annotations

@@ -73,19 +73,3 @@ def sign_reversal_problem():
     reverses, ``s_2`` runs from 0.3 down to −1 at speed 0.5, and coordinate 2 activates with a negative
     sign at rescaled time 3.6, fitting the data exactly (final loss 0)."""
     return _problem_data("diagonal-sign-reversal")
-
-
-@pytest.fixture
-def autograd_utility_gradient():
-    """A reference for closed-form utility gradients: ``(U, ∇U)`` by torch autograd from ``outputs(theta, X)``,
-    every neuron's output written with torch operations (shape (H, n, c))."""
-    import torch
-
-    def reference(outputs, theta, X, residual):
-        theta = torch.tensor(np.asarray(theta, dtype=float), requires_grad=True)
-        X, residual = torch.as_tensor(np.asarray(X, dtype=float)), torch.as_tensor(np.asarray(residual, dtype=float))
-        U = torch.einsum("hnc,nc->h", outputs(theta, X), residual) / X.shape[0]
-        (grad,) = torch.autograd.grad(U.sum(), theta)
-        return U.detach().numpy(), grad.numpy()
-
-    return reference

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from agf_lib import FeedForwardNetwork, relu
-from agf_lib.network import ACTIVATIONS, Activation, lifted_inputs, power, smooth_relu
+from agf_lib.activations import ACTIVATIONS, Activation, lifted_inputs, power, smooth_relu
 
 
 def _torch_sigma(activation):

@@ -1,5 +1,6 @@
-"""Specifications of `agf_lib.relu`: closed-form (sub)gradients, homogeneity, the smoothed surrogate and
-its limit ε → 0, the data-determined utility maximizers, and the orthogonal-data and XOR-like staircases."""
+"""Specifications of `agf_lib.relu`: the weighted output, the smoothed surrogate and its limit ε → 0 (the
+gradients and homogeneity of every activation are tests/test_activations.py's and tests/test_settings.py's),
+the data-determined utility maximizers, and the orthogonal-data and XOR-like staircases."""
 
 import math
 
@@ -15,34 +16,12 @@ def _random_problem(seed, n=7, d=3, c=1):
     return rng.normal(size=(n, d)), rng.normal(size=(n, c))
 
 
-def _finite_difference_gradient(network, theta, X, residual, h=1e-6):
-    grad = np.zeros_like(theta)
-    for p in range(theta.shape[1]):
-        step = np.zeros_like(theta)
-        step[:, p] = h
-        up = agf_lib.utility(network, theta + step, X, residual)
-        down = agf_lib.utility(network, theta - step, X, residual)
-        grad[:, p] = (up - down) / (2 * h)
-    return grad
-
-
 NETWORKS = [
     lambda d, c: relu.ReLUNetwork(d, 5, c),
     lambda d, c: relu.ReLUNetwork(d, 5, c, bias=True),
     lambda d, c: relu.SmoothReLUNetwork(d, 5, c, eps=0.3),
     lambda d, c: relu.SmoothReLUNetwork(d, 5, c, eps=0.05, bias=True),
 ]
-
-
-@pytest.mark.parametrize("make", NETWORKS)
-@pytest.mark.parametrize("c", [1, 2])
-def test_closed_form_utility_gradient_matches_finite_differences(make, c):
-    X, residual = _random_problem(3, c=c)
-    network = make(3, c)
-    theta = np.random.default_rng(4).normal(size=(5, network.num_params))
-    U, grad = network.utility_gradient(theta, X, residual)
-    np.testing.assert_allclose(U, agf_lib.utility(network, theta, X, residual), rtol=1e-12)
-    np.testing.assert_allclose(grad, _finite_difference_gradient(network, theta, X, residual), atol=1e-7)
 
 
 @pytest.mark.parametrize("make", NETWORKS)
@@ -53,25 +32,6 @@ def test_weighted_output_is_the_weighted_sum_of_neuron_outputs(make):
     weights = np.linspace(0.5, 2.0, 5)
     np.testing.assert_allclose(network.weighted_output(theta, X, weights),
                                np.einsum("h,hnc->nc", weights, network.neuron_outputs(theta, X)), rtol=1e-12)
-
-
-@pytest.mark.parametrize("make", NETWORKS)
-@pytest.mark.parametrize("s", [1e-9, 0.3, 7.0])
-def test_every_neuron_is_homogeneous_of_degree_two(make, s):
-    X, _ = _random_problem(7)
-    network = make(3, 1)
-    theta = np.random.default_rng(8).normal(size=(5, network.num_params))
-    np.testing.assert_allclose(network.neuron_outputs(s * theta, X), s**2 * network.neuron_outputs(theta, X),
-                               rtol=1e-12, atol=0)
-    assert network.kappa == 2
-
-
-def test_bias_is_a_constant_input_appended_to_x():
-    X, _ = _random_problem(9)
-    theta = np.random.default_rng(10).normal(size=(5, 5))           # w ∈ R^4 (3 + bias), a ∈ R
-    with_bias = relu.ReLUNetwork(3, 5, bias=True).neuron_outputs(theta, X)
-    lifted = relu.ReLUNetwork(4, 5).neuron_outputs(theta, np.concatenate([X, np.ones((7, 1))], axis=1))
-    np.testing.assert_array_equal(with_bias, lifted)
 
 
 @pytest.mark.parametrize("eps", [1e-1, 1e-3, 1e-6])
