@@ -4,7 +4,7 @@ A :class:`Problem` is a :class:`~agf_lib.setting.Setting` with one choice of its
 described, with the two values of α at which the tests run it: the setting brings the network, its
 data, the initialization ``initial_theta(alpha)``, and its closed-form staircase, at finite α in GF time
 where it has one (:attr:`Problem.closed_form`) and its α → 0 limit in the rescaled time
-``t / log(1/α)`` (:attr:`Problem.limit`). One conformance test (``tests/test_conformance.py``) runs
+``t / log(1/α)`` (``Problem.limit``). One conformance test (``tests/test_conformance.py``) runs
 both engines, :func:`agf_lib.gradient_flow` and :func:`agf_lib.alternating_gradient_flow`, on every
 problem and compares them with these closed forms; ``tests/test_settings.py`` checks the network's
 gradient, its homogeneity and the setting's contract on every problem.
@@ -99,7 +99,7 @@ class Problem:
     def closed_form(self):
         """``closed_form(alpha)``: the setting's staircase at finite α in GF time, or None where it has none.
 
-        With :attr:`exact` it is AGF itself (diagonal networks); otherwise it is the staircase of neurons
+        With ``exact`` it is AGF itself (diagonal networks); otherwise it is the staircase of neurons
         aligned with their target from the start, with norm the largest initial norm of seed 0, whose
         first jump is a lower bound on the first jump of both engines.
         """
@@ -112,14 +112,14 @@ class Problem:
         return self.setting.level_outputs(predictor)
 
     def time_scale(self, alpha):
-        """GF time per unit of the rescaled time of :attr:`limit` at initialization scale ``alpha``.
+        """GF time per unit of the rescaled time of ``limit`` at initialization scale ``alpha``.
 
         ``log(1/α)`` for ``t/log(1/α)``.
         """
         return 1.0 / self.limit.time_unit.factor(alpha)
 
     def rescaled(self, result, alpha):
-        """``result`` in the unit of :attr:`limit`.
+        """``result`` in the unit of ``limit``.
 
         Parameters
         ----------

@@ -126,7 +126,7 @@ class Setting(abc.ABC):
         return largest_norm(self.initial_theta(alpha=alpha, seed=seed))
 
     def finite_staircase(self, initial_norms):
-        """The closed form at finite α from validated dormant norms (what :meth:`agf_staircase` returns)."""
+        """The closed form at finite α from validated dormant norms (what ``agf_staircase`` returns)."""
         raise NotImplementedError(f"{type(self).__name__} has no closed-form staircase at finite alpha")
 
     @abc.abstractmethod
