@@ -41,7 +41,7 @@ import numpy as np
 from .validation import real_array, check_int, check_centred
 
 __all__ = [
-    "FiniteGroup", "cyclic", "dihedral", "alternating4", "symmetric4", "alternating5", "quaternion", "product",
+    "FiniteGroup", "cyclic", "dihedral", "alternating4", "symmetric4", "alternating5", "quaternion", "direct_product",
     "fourier", "inverse_fourier", "class_power", "class_component", "translates",
 ]
 
@@ -524,7 +524,7 @@ def _real_form(rho, seed=0):
     return Q.T @ R @ Q
 
 
-def product(G, H):
+def direct_product(G, H):
     """The direct product ``G × H``: element ``(g, h)`` has index ``g·|H| + h``.
 
     Irreps are the Kronecker products ``ρ ⊗ σ`` (in the order of ``G``'s irreps, then ``H``'s), with

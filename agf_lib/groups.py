@@ -81,7 +81,7 @@ import numpy as np
 from .escape import jump_times
 from .exact_fits import class_neurons, least_squares_fit
 from .finite_groups import (FiniteGroup, alternating4, alternating5, class_component, class_power, cyclic, dihedral,
-                            fourier, inverse_fourier, product, quaternion, symmetric4, translates)
+                            fourier, inverse_fourier, direct_product, quaternion, symmetric4, translates)
 from .finite_groups import _check_classes, _check_group, _check_template
 from .activations import power
 from .network import FeedForwardNetwork
@@ -92,7 +92,7 @@ from .validation import real_array, check_bool, check_fraction, check_positive, 
 
 __all__ = [
     "CompositionSetting",
-    "FiniteGroup", "cyclic", "dihedral", "alternating4", "symmetric4", "alternating5", "quaternion", "product",
+    "FiniteGroup", "cyclic", "dihedral", "alternating4", "symmetric4", "alternating5", "quaternion", "direct_product",
     "fourier", "inverse_fourier", "class_power", "class_component", "translates", "dataset",
     "CompositionNetwork", "initial_theta", "utility", "class_utilities", "max_utility",
     "utility_maximizer", "class_neurons", "least_squares_fit", "learning_order", "Piece", "pieces",

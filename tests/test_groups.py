@@ -32,8 +32,8 @@ GROUPS = {
     "S4": groups.symmetric4,
     "A5": groups.alternating5,
     "Q8": groups.quaternion,
-    "Z3xD3": lambda: groups.product(groups.cyclic(3), groups.dihedral(3)),
-    "Q8xQ8": lambda: groups.product(groups.quaternion(), groups.quaternion()),
+    "Z3xD3": lambda: groups.direct_product(groups.cyclic(3), groups.dihedral(3)),
+    "Q8xQ8": lambda: groups.direct_product(groups.quaternion(), groups.quaternion()),
 }
 
 
@@ -139,7 +139,7 @@ def test_dihedral_elements_multiply_as_rotations_and_reflections():
 
 def test_product_group_projects_onto_its_factors():
     G, H = groups.dihedral(3), groups.alternating4()
-    GH = groups.product(G, H)
+    GH = groups.direct_product(G, H)
     g, h = np.divmod(np.arange(GH.order), H.order)
     assert np.array_equal(GH.table // H.order, G.table[g[:, None], g[None, :]])
     assert np.array_equal(GH.table % H.order, H.table[h[:, None], h[None, :]])
@@ -147,7 +147,7 @@ def test_product_group_projects_onto_its_factors():
 
 
 def test_two_quaternionic_irreps_make_a_real_one_given_by_real_matrices():
-    QQ = groups.product(groups.quaternion(), groups.quaternion())
+    QQ = groups.direct_product(groups.quaternion(), groups.quaternion())
     r = len(QQ.irreps) - 1
     assert QQ.dims[r] == 4 and QQ.frobenius_schur[r] == 1 and not np.iscomplexobj(QQ.irreps[r])
 
@@ -773,7 +773,7 @@ def test_utility_maximizer_rejects_a_singular_vector_outside_the_top_space():
 
 
 _CONSTRUCTION_GROUPS = [groups.dihedral(3), groups.dihedral(5), groups.cyclic(7), groups.alternating4(),
-                        groups.symmetric4(), groups.quaternion(), groups.product(groups.cyclic(3), groups.dihedral(3))]
+                        groups.symmetric4(), groups.quaternion(), groups.direct_product(groups.cyclic(3), groups.dihedral(3))]
 
 
 @pytest.mark.parametrize("G", _CONSTRUCTION_GROUPS, ids=lambda G: G.name)
@@ -991,9 +991,9 @@ def test_constructors_reject_bad_sizes_and_types():
     with pytest.raises(ValueError, match="n must be an integer >= 1"):
         groups.dihedral(0)
     with pytest.raises(TypeError, match="G must be a groups.FiniteGroup"):
-        groups.product("Z3", groups.cyclic(2))
+        groups.direct_product("Z3", groups.cyclic(2))
     with pytest.raises(TypeError, match="H must be a groups.FiniteGroup"):
-        groups.product(groups.cyclic(2), 3)
+        groups.direct_product(groups.cyclic(2), 3)
 
 
 def test_finite_group_rejects_tables_and_irreps_that_are_not_a_group():
