@@ -226,8 +226,7 @@ def activation_patterns(X, *, bias=False, num_samples=20000, seed=0):
     X = real_array(X, "X")
     if X.ndim != 2:
         raise ValueError(f"X must have shape (n, d), got {X.shape}")
-    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
-        raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}")
+    num_samples = check_int(num_samples, "num_samples")
     Xt = lifted_inputs(X, check_bool(bias, "bias"))
     directions = np.random.default_rng(check_int(seed, "seed", 0)).standard_normal((num_samples, Xt.shape[1]))
     return np.unique(directions @ Xt.T > 0, axis=0)
