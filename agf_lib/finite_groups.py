@@ -17,7 +17,7 @@ conjugate, or a real or quaternionic irrep on its own. These are the irreducible
 over the reals, and a real function's Fourier coefficients on a class determine each other.
 The constructors: :func:`cyclic`, :func:`dihedral`, :func:`alternating4`, :func:`symmetric4`,
 :func:`alternating5` (the icosahedral rotation group, order 60, irreps of dimension 1, 3, 3, 4, 5),
-:func:`quaternion` and :func:`product`.
+:func:`quaternion` and :func:`direct_product`.
 
 **Fourier transform** (the convention of :mod:`agf_lib.dft`, extended to matrices):
 
