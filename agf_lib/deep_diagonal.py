@@ -141,10 +141,11 @@ def limit_staircase(X, y, L):
 
 
 class DeepDiagonalSetting(Setting):
-    """Deep diagonal networks on data ``(X, y)``, as a :class:`~agf_lib.setting.Setting`.
+    """Deep diagonal networks on data ``(X, y)``, as a Setting.
 
-    Run at the adaptive rate, from every neuron at its maximizer (module docstring): ``agf_staircase`` is
-    AGF itself. A level's predictor is β, and its outputs are ``X β``.
+    At the adaptive rate, every neuron started at its maximizer (module
+    docstring): ``agf_staircase`` is AGF itself. A level's predictor is β,
+    its outputs ``X β``.
 
     Parameters
     ----------
@@ -160,32 +161,40 @@ class DeepDiagonalSetting(Setting):
     def __init__(self, X, y, L):
         self._X, self._y = as_data(X, y)
         if self._y.shape[1] != 1:
-            raise ValueError(f"y must have a single output coordinate, got {self._y.shape[1]}")
+            raise ValueError("y must have a single output coordinate, "
+                             f"got {self._y.shape[1]}")
         self.network = DeepDiagonalNetwork(self._X.shape[1], L)
-        self._signs = np.where(self._X.T @ self._y[:, 0] < 0, -1.0, 1.0)
+        # the last layer carries the sign of E[x_i y]
+        correlations = self._X.T @ self._y[:, 0]
+        self._signs = np.where(correlations < 0, -1.0, 1.0)
 
     def data(self):
         return self._X, self._y
 
     def initial_theta(self, *, alpha, seed=0):
         theta = self.network.initial_theta(alpha=alpha, seed=seed)
-        theta[:, -1] *= self._signs                # the last layer carries the sign of E[x_i y]
+        theta[:, -1] *= self._signs
         return theta
 
     def finite_staircase(self, initial_norms):
         norms = np.unique(initial_norms)
-        if norms.size != 1:
-            raise ValueError(f"initial_norms must be one norm (every neuron starts at norm alpha), got {norms.size}")
-        return agf_staircase(self._X, self._y, self.network.kappa, alpha=float(norms[0]))
+        if norms.size != 1:       # every neuron starts at norm alpha
+            raise ValueError("initial_norms must be one norm, "
+                             f"got {norms.size} different ones")
+        return agf_staircase(self._X, self._y, self.network.kappa,
+                             alpha=float(norms[0]))
 
     def agf_staircase(self, *, alpha=None, initial_norms=None, seed=0):
-        if alpha is not None and initial_norms is None:      # the norm of every neuron is alpha itself
-            return agf_staircase(self._X, self._y, self.network.kappa, alpha=alpha)
-        return super().agf_staircase(alpha=alpha, initial_norms=initial_norms, seed=seed)
+        if alpha is not None and initial_norms is None:
+            # every neuron's norm is alpha itself: no rounding through it
+            return agf_staircase(self._X, self._y, self.network.kappa,
+                                 alpha=alpha)
+        return super().agf_staircase(alpha=alpha,
+                                     initial_norms=initial_norms, seed=seed)
 
     def limit_staircase(self):
         return limit_staircase(self._X, self._y, self.network.kappa)
 
     def level_outputs(self, predictor):
-        return (self._X @ np.asarray(predictor, dtype=float))[:, None]
-
+        beta = np.asarray(predictor, dtype=float)
+        return (self._X @ beta)[:, None]

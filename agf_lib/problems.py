@@ -188,11 +188,15 @@ def _deep_diagonal():
     X = rng.normal(size=(40, 4)) * np.array([1.0, 0.7, 0.5, 0.35])
     y = X @ np.array([1.0, -1.0, 0.8, -0.6]) + 0.05 * rng.normal(size=40)
     return Problem(
-        name="deep-diagonal", chapter="library", alphas=_KAPPA3_ALPHAS, jumps_reproduced=4,
-        description="the library page's worked example: a depth-3 diagonal network (kappa = 3) on n = 40, d = 4, "
-                    "columns scaled by (1, .7, .5, .35), beta = (1, -1, .8, -.6), noise 0.05 (seed 0), adaptive rate, "
-                    "every neuron started at its maximizer; AGF exact in closed form",
-        setting=deep_diagonal.DeepDiagonalSetting(X, y, L=3))
+        name="deep-diagonal", chapter="library",
+        description="the library page's worked example: a depth-3 "
+                    "diagonal network (kappa = 3) on n = 40, d = 4, "
+                    "columns scaled by (1, .7, .5, .35), "
+                    "beta = (1, -1, .8, -.6), noise 0.05 (seed 0), "
+                    "adaptive rate, every neuron started at its "
+                    "maximizer; AGF exact in closed form",
+        setting=deep_diagonal.DeepDiagonalSetting(X, y, L=3),
+        alphas=_KAPPA3_ALPHAS, jumps_reproduced=4)
 
 
 # ---------------------------------------------------------------------------------------------
