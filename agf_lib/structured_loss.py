@@ -191,6 +191,7 @@ class _StructuredLoss:
             F = self.transform
             self.forward1 = [B1 @ M for M in F.forward_maps]               # from B_1 coordinates
             self.inverse1 = [M @ B1.T for M in F.inverse_maps]             # into B_1 coordinates
+            self.tables = None                                             # the output form's, on first use
 
     def _products(self, A, B):
         """An orthonormal basis (rows) of the span of the entrywise products of the rows of ``A`` and ``B``
@@ -221,6 +222,54 @@ class _StructuredLoss:
         """The ``B_1`` coordinates of the inverse transform."""
         return sum((b.reshape(*b.shape[:-3], -1) @ M).real for b, M in zip(blocks, self.inverse1))
 
+    def _output_tables(self):
+        """The linear maps of :meth:`_outputs2` as real tables (built on first use): ``(square, convolution,
+        gradient)``.
+
+        With ``C ⊗ C'`` the outer product of two functions' ``B_1`` coordinates (``r²`` numbers, ``(a, b)`` at
+        ``a r + b``), ``(C ⊗ C) @ square`` (``square`` stored as ``(r, r (s + 1))``, contracted with ``C`` twice)
+        is ``U²`` in ``B_2`` and, last, ``Σ_g U² = ‖C‖²``; ``(C_U ⊗ C_V) @ convolution`` is the inverse transform
+        of ``V̂ Û`` in ``B_1``. ``gradient`` maps ``[P | C_W]`` (``P_i = ⟨w_i, M_d⟩``, ``C_W`` the ``B_1``
+        coordinates of ``W_i``) to two ``2r × r`` matrices per neuron, ``K_U`` and ``K_V``, such that
+        ``[C_U | C_V] K_U`` is ``B_i − Q_i`` of slot ``U`` in ``B_1`` and ``[C_U | C_V] K_V`` that of slot ``V``:
+        ``B`` and ``Q`` are bilinear in the slots' coordinates and ``(P, C_W)``, so each of their terms (written
+        out in :meth:`_outputs2`) is one block of the table. The entries are the maps on basis functions,
+        computed from the functions on ``G`` and their transforms, so the tables give the same numbers up to
+        rounding.
+        """
+        if self.tables is None:
+            N, B1, B2, r, s, F = self.N, self.B1, self.B2, self.r, self.s, self.transform
+            sigma, tau, B21, eye = self.ones1, self.tau, self.B21, np.eye(r)
+            pairs11 = (B1[:, None, :] * B1[None, :, :]).reshape(r * r, N)
+            square = np.concatenate([pairs11 @ B2.T, eye.reshape(r * r, 1)], axis=1).reshape(r, r * (s + 1))
+            prod11 = (pairs11 @ B1.T).reshape(r, r, r)                               # ⟨B_1b B_1a, B_1o⟩
+            prod21 = ((B2[:, None, :] * B1[None, :, :]).reshape(s * r, N) @ B1.T).reshape(s, r, r)
+            basis = self._forward1(eye)                                              # the transforms of B_1
+            first, second = [b[:, None] for b in basis], [b[None, :] for b in basis]
+            conv = [self._inverse1(blocks) for blocks in (                           # [a, b, o]: factors a, b
+                F.product(second, first), F.product(F.adjoint(first), second), F.product(second, F.adjoint(first)))]
+            D = 2 * s + r * r
+            R = np.zeros((D + r, 2, 2 * r, r))                  # rows: P_A (s), P_X (r²), P_B (s), C_W (r)
+            PA, PB, W = R[:s], R[s + r * r : D], R[D:]
+            PX = R[s : s + r * r].reshape(r, r, 2, 2 * r, r)    # P_X[p, q]: p the U factor, q the V factor
+            for j, (Pj, Pk) in enumerate(((PA, PB), (PB, PA))):  # slot j's own coordinates, then the other's
+                own, other = (slice(0, r), slice(r, 2 * r))[:: 1 - 2 * j]
+                Pj[:, j, own] -= N * prod21                                          # Q: N (P_A B_2) U
+                Pk[:, j, own] -= np.einsum("m,ao->mao", tau, eye)                    # Q: (P_B τ) U
+                W[:, j, own] += np.einsum("b,ao->bao", sigma, eye)                   # B: (Σ W) U
+                Pj[:, j, other] -= np.einsum("q,mo->mqo", sigma, B21)                # Q: (Σ V) Π_1(P_A B_2)
+                Pk[:, j, other] -= np.einsum("mq,o->mqo", B21, sigma)                # Q: ⟨P_B, Π_2 V⟩ σ
+            # Q's P_X terms: (P_X σ) U and P_X V for slot U, (σ P_X) V and P_Xᵀ U for slot V
+            PX[:, :, 0, :r] -= np.einsum("q,bao->bqao", sigma, prod11)
+            PX[:, :, 1, r:] -= np.einsum("p,bao->pbao", sigma, prod11)
+            idx = np.arange(r)
+            PX[idx[:, None], idx[None, :], 0, r + idx[None, :], idx[:, None]] -= 1.0
+            PX[idx[:, None], idx[None, :], 1, idx[:, None], idx[None, :]] -= 1.0
+            W[:, 0, r:] += conv[1].transpose(1, 0, 2)                                 # B: V̂^† Ŵ
+            W[:, 1, :r] += conv[2].transpose(1, 0, 2)                                 # B: Ŵ Û^†
+            self.tables = (square, conv[0].reshape(r * r, r), R.reshape(D + r, 4 * r * r))
+        return self.tables
+
     def _loss_and_utilities(self, w, E, T, weights, n):
         """From the moments ``E_ii' = Σ_t z_i^k z_i'^k`` and ``T_i = Σ_t z_i^k ⟨w_i, y_t⟩``: the output Gram
         ``G = w wᵀ``, the loss and the utilities at the residual (k = 2 and general k share them)."""
@@ -229,11 +278,13 @@ class _StructuredLoss:
         loss = self.half_norm2 + (0.5 * (weights @ GE @ weights) - weights @ T) / n
         return G, loss, (T - GE @ weights) / n
 
-    def _evaluate2(self, theta, weights, gradient):
+    def _evaluate2(self, theta, weights, gradient, values=True):
         """:meth:`evaluate` for ``k = 2``, its sums written out (module docstring), the two slots side by side
         (index 0: ``U``, 1: ``V``)."""
         N, n, H, r, s = self.N, self.n, theta.shape[0], self.r, self.s
         coords = (theta.reshape(3 * H, N) @ self.S_reduced).reshape(H, 3, r)
+        if 3 * self.pair_gram.shape[0] < 2 * H:
+            return self._outputs2(coords, theta[:, 2 * N :], weights, gradient, values)
         C = coords[:, :2].transpose(1, 0, 2)                                # (2, H, r): U and V in B_1
         Cw = coords[:, 2]
         UV = C @ self.B1                                                     # (2, H, N)
@@ -247,8 +298,6 @@ class _StructuredLoss:
         D = (su2 + sv2)[:, None] * self.ones1 + 2.0 * self._inverse1(F.product(Vh, Uh))   # Σ_{gh = f} z², in B_1
         T = np.einsum("ir,ir->i", D, Cw)
         w = theta[:, 2 * N :]
-        if 3 * self.pair_gram.shape[0] < 2 * H:
-            return self._outputs2(C, C2, UV, sums, D, T, w, Uh, Vh, Wh, Cw, weights, gradient)
         m11 = C @ C.transpose(0, 2, 1)                                       # Σ_g U_i U_i', Σ_h V_i V_i'
         m12 = C @ C21.transpose(0, 2, 1)                                     # Σ_g U_i U_i'², ...
         m22 = C2 @ C2.transpose(0, 2, 1)
@@ -280,49 +329,56 @@ class _StructuredLoss:
         grad[:, 2 * N :] -= (E * (weights / n)[None, :]) @ w
         return loss, utilities, grad
 
-    def _outputs2(self, C, C2, UV, sums, D, T, w, Uh, Vh, Wh, Cw, weights, gradient):
+    def _outputs2(self, coords, w, weights, gradient, values=True):
         """:meth:`_evaluate2` through the network's output instead of ``H × H`` Gram matrices, when the template's
         span is small: ``z_i²`` has coordinates ``Z_i`` on the functions ``B_2(a)``, ``B_1(a)B_1(b)``, ``B_2(b)``
         of the pair (Gram matrix ``Γ``), the output is ``f = Σ_d φ_d M_d`` with ``M = Zᵀ diag(c) w``, and
         ``Σ_i' c_i' E_ii' w_i' = Z_i Γ M``, ``Σ_i' c_i' G_ii' E_ii' = ⟨w_i, Z_i Γ M⟩``, ``Σ_t ‖f_t‖² = tr(MᵀΓM)``,
-        ``Q_i(g) = Σ_h z_i(g, h) ⟨w_i, f(g, h)⟩``: ``O(H D |G|)`` with ``D = 2 dim B_2 + (dim B_1)²``."""
+        ``Q_i(g) = Σ_h z_i(g, h) ⟨w_i, f(g, h)⟩``: ``O(H D |G|)`` with ``D = 2 dim B_2 + (dim B_1)²``.
+
+        Every function on ``G`` stays in its coordinates (``B_1``, ``B_2``, of dimensions ``r``, ``s`` below
+        ``|G|``), and the products and convolutions of two of them are tables (:meth:`_output_tables`) applied to
+        their coordinates: real arithmetic on ``(H, r²)`` arrays. With ``P = w Mᵀ`` split as ``(P_A, P_X, P_B)``
+        along ``Z``'s blocks, ``σ``, ``τ`` the coordinates of the constant function in ``B_1``, ``B_2`` and
+        ``Π_1``, ``Π_2`` the projections on ``B_1``, ``B_2``, slot ``U``'s terms are
+
+            B_i = (Σ W_i) U_i + Π_1(V̂_i^† Ŵ_i)^∨,
+            Q_i = Π_1[(N P_A·B_2 + (P_X σ)·B_1 + P_B·τ) U_i] + (Σ V_i) Π_1(P_A·B_2) + P_X V_i + (⟨P_B, Π_2 V_i⟩) σ,
+
+        and slot ``V``'s the mirror images (``P_A`` and ``P_B`` exchanged, ``P_Xᵀ``, ``Ŵ Û^†``)."""
         N, n, H, r, s = self.N, self.n, w.shape[0], self.r, self.s
-        (Cu, Cv), (C2u, C2v), (U, V), (su, sv) = C, C2, UV, sums
-        Z = np.concatenate([C2u, 2.0 * (Cu[:, :, None] * Cv[:, None, :]).reshape(H, r * r), C2v], axis=1)
+        square, conv_uv, table = self._output_tables()
+        Cu, Cv, Cw = coords[:, 0], coords[:, 1], coords[:, 2]
+        C = coords[:, :2]                                                    # U and V in B_1
+        proj = np.matmul(C[..., None, :], (C @ square).reshape(H, 2, r, -1))[..., 0, :]  # U², V² in B_2; Σ U², Σ V²
+        UV = (Cu[:, :, None] * Cv[:, None, :]).reshape(H, r * r)
+        D = (proj[:, 0, -1] + proj[:, 1, -1])[:, None] * self.ones1 + 2.0 * (UV @ conv_uv)   # Σ_{gh = f} z², in B_1
+        Z = np.concatenate([proj[:, 0, :s], 2.0 * UV, proj[:, 1, :s]], axis=1)
         M = Z.T @ (weights[:, None] * w)                                     # (D, N)
         GM = self.pair_gram @ M
         ZGM = Z @ GM                                                         # Σ_i' c_i' E_ii' w_i'
-        loss = self.half_norm2 + (0.5 * np.einsum("dn,dn->", M, GM) - weights @ T) / n
-        utilities = (T - np.einsum("in,in->i", ZGM, w)) / n
+        loss = utilities = None
+        if values or not gradient:
+            T = np.einsum("ir,ir->i", D, Cw)
+            loss = self.half_norm2 + (0.5 * np.einsum("dn,dn->", M, GM) - weights @ T) / n
+            utilities = (T - np.einsum("in,in->i", ZGM, w)) / n
         if not gradient:
             return loss, utilities, None
-        F = self.transform
-        sW = Cw @ self.ones1
-        B = C * sW[:, None] + np.stack([self._inverse1(F.product(F.adjoint(Vh), Wh)),
-                                        self._inverse1(F.product(Wh, F.adjoint(Uh)))])
-        P = w @ M.T                                                          # ⟨w_i, M_d⟩
-        PA, PX, PB = P[:, :s], P[:, s : s + r * r].reshape(H, r, r), P[:, s + r * r :]
-        sigma, tau = self.ones1, self.tau
-        Cu21, Cv21 = Cu @ self.B21.T, Cv @ self.B21.T                        # ⟨U_i, B_2⟩, ⟨V_i, B_2⟩
-        a1, b1 = PA @ self.B2, PB @ self.B2
-        Xs_u, Xs_v = np.einsum("ipq,q->ip", PX, sigma), np.einsum("ipq,p->iq", PX, sigma)
-        Qu = (a1 * (N * U + sv[:, None]) + (Xs_u @ self.B1 + (PB @ tau)[:, None]) * U) @ self.B1.T \
-            + np.einsum("ipq,iq->ip", PX, Cv) + np.einsum("im,im->i", PB, Cv21)[:, None] * self.ones1
-        Qv = (b1 * (N * V + su[:, None]) + (Xs_v @ self.B1 + (PA @ tau)[:, None]) * V) @ self.B1.T \
-            + np.einsum("ipq,ip->iq", PX, Cu) + np.einsum("im,im->i", PA, Cu21)[:, None] * self.ones1
+        K = (np.concatenate([w @ M.T, Cw], axis=1) @ table).reshape(H, 2, 2 * r, r)
         rows = np.empty((H, 3, r))
-        rows[:, :2] = ((2.0 / n) * (B - np.stack([Qu, Qv]))).transpose(1, 0, 2)
+        rows[:, :2] = (2.0 / n) * np.matmul(C.reshape(H, 1, 1, 2 * r), K)[:, :, 0]   # B − Q of each slot, in B_1
         rows[:, 2] = D / n
         grad = (rows.reshape(3 * H, r) @ self.S_back).reshape(H, 3 * N)
         grad[:, 2 * N :] -= ZGM / n
         return loss, utilities, grad
 
-    def evaluate(self, theta, weights, *, gradient=True):
+    def evaluate(self, theta, weights, *, gradient=True, values=True):
         """``(loss, utilities, gradients)`` for neurons ``theta`` (shape ``(H, (k+1)N)``) weighted by ``weights``:
         the loss ``½ E‖y − Σ_i c_i f_i‖²``, every ``U_i(θ_i; r)`` at that residual and, with ``gradient``, their
-        gradients ``∇U_i`` (else None)."""
+        gradients ``∇U_i`` (else None). With ``values = False`` the loss and utilities may be None where the
+        gradient does not need them (the engines' right-hand side)."""
         if self.k == 2:
-            return self._evaluate2(theta, weights, gradient)
+            return self._evaluate2(theta, weights, gradient, values)
         return self._evaluate(theta, weights, gradient)
 
     def _evaluate(self, theta, weights, gradient):
@@ -497,7 +553,7 @@ class StructuredNetwork:
             return super().gradient_function(X, y, index)
 
         def gradient(phi, weights):
-            return structure.evaluate(phi, weights)[2]
+            return structure.evaluate(phi, weights, values=False)[2]
         return gradient
 
     def structured_losses(self, X, y, phi, weights):
