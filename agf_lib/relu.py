@@ -95,6 +95,14 @@ class SmoothReLUNetwork(ReLUNetwork):
 
     which enters the utility gradient as in :class:`ReLUNetwork`. Integrate it with ``method="LSODA"``.
     ``eps`` must be a real number in ``(0, 1]``.
+
+    Along a direction ``u`` of ``w`` orthogonal to every input (a pixel that is zero in every image) the
+    true ReLU network's flow never moves ``w`` along it; the surrogate does, through ``‖w‖`` alone. At a critical
+    point with ``wᵀu = 0`` the loss's Hessian has ``u`` as an eigenvector with eigenvalue
+    ``λ = (∂L/∂‖w‖ at fixed wᵀx̃)/‖w‖``, of order ε (tests/test_relu_digits.py checks it on digits: 2.4e-4
+    at ε = 1e-2). An AGF cost step that waits for its gradient to fall by ``cost_tol`` then waits a time of
+    order ``log(1/cost_tol)/λ``, far longer than gradient flow gives it before the next neuron arrives; on
+    such data pass ``cost_horizon="next_activation"`` to :func:`agf_lib.alternating_gradient_flow`.
     """
 
     def __init__(self, d, H, c=1, *, eps=1e-4, bias=False):
