@@ -506,9 +506,9 @@ def _structure_of(X, y, table, k, irreps):
     return _StructuredLoss(S, k, irreps, e)
 
 
-#: With ``structured=None`` the networks take the structured evaluation on datasets of at least this many rows:
-#: below it the dense closed forms cost less (measured: p = 23, H = 69: 0.34 ms dense, 0.52 ms structured;
-#: p = 31, H = 93: 3.1 ms against 1.1 ms), and the book's small problems keep their dense arithmetic.
+#: With ``structured=None`` the networks take the structured evaluation on datasets of at least this many rows,
+#: so that the book's small problems (p ≤ 23, |G| ≤ 24) keep their dense arithmetic, their chapters' numbers
+#: unchanged; benchmarks/bench_scale.py measures where each evaluation is cheaper (benchmarks/README.md).
 STRUCTURED_MIN_ROWS = 2000
 
 
