@@ -230,6 +230,12 @@ def test_agf_with_the_next_activation_horizon_predicts_descents_first_five_featu
     agf = agf_lib.alternating_gradient_flow(surrogate, digits, theta0, method="LSODA", rtol=1e-7, max_jumps=5,
                                             cost_horizon="next_activation")
     assert agf.num_jumps == 5 and np.all(np.diff(agf.losses) < 0) and not any(agf.deactivated)
+    # the horizon, not cost_tol, ends every step here: the same jumps at cost_tol 1e-6 as at the default 1e-9
+    looser = agf_lib.alternating_gradient_flow(surrogate, digits, theta0, method="LSODA", rtol=1e-7, max_jumps=5,
+                                               cost_horizon="next_activation", cost_tol=1e-6)
+    assert looser.order == agf.order
+    np.testing.assert_allclose(looser.times, agf.times, rtol=1e-12)
+    np.testing.assert_allclose(looser.losses, agf.losses, rtol=1e-12)
     log_inv = math.log(1 / ALPHA)
     fine = descent[ETA / 2]
     cmp = agf.compare(fine)
