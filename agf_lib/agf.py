@@ -17,14 +17,16 @@ Neurons start dormant. Each iteration has two steps.
   the last doubling of time it fell by less than ``cost_tol²`` of its fall so far: a loss
   approaching an infimum that no finite weights attain, chapter 06). Both are checked at times
   growing geometrically, on the flow at exactly those times, so that where a step ends depends on
-  the flow and not on the solver's steps. An active neuron driven back towards the origin (its norm
+  the flow and not on the solver's steps. A step that these rules cannot end in time (its gradient
+  falling like a power of time too slowly to reach ``cost_tol`` within ``max_cost_time``, or stalled)
+  ends once the next dormant neuron would have activated (``cost_horizon="auto"``, the default). An active neuron driven back towards the origin (its norm
   below ``dormancy_threshold``) returns to the dormant set with the state it had when it last
   crossed the unit sphere inwards, i.e. with ``𝒮_i = c_i/η`` as in the paper's Appendix B.3. A step
   that has not converged by ``max_cost_time`` raises :class:`CostStepError`. For a network with a
   ``sign_preserving_chart`` (the diagonal network) the step integrates the logarithms of the chart
   coordinates, in which the flow's conserved quantities are linear and kept exactly, and ends with
   Newton's method as soon as it converges onto a stable critical point nearby. With
-  ``cost_horizon="next_activation"`` a step whose gradient falls only like a power of time also ends
+  ``cost_horizon="next_activation"`` every step whose gradient falls only like a power of time ends
   once the next dormant neuron would have activated against the current residual.
 
 Time runs during utility maximization only. The loop ends when no dormant neuron can gain utility
@@ -389,8 +391,23 @@ class _LogChartCost(_CostCoordinates):
 _NEWTON_STEPS = 12         # at most, in one try of a cost step's polish
 
 
+def _cannot_converge(sizes, check, target, max_cost_time):
+    """Whether a cost step with gradient sizes ``sizes`` at its last checks (times doubling up to ``check``)
+    cannot meet the gradient rule (``target``) within ``max_cost_time``: the gradient fell over the last
+    doubling, by less than a factor 4, and at its mean rate over the last four doublings, ``g ∝ T^{−β}``,
+    it reaches ``target`` only after ``max_cost_time``. Near a minimum the fall is exponential, and its
+    rate over four doublings soon predicts convergence in time."""
+    if len(sizes) < _RATE_DOUBLINGS + 1 or not 0.25 * sizes[-2] < sizes[-1] < sizes[-2]:
+        return False
+    beta = math.log2(sizes[-_RATE_DOUBLINGS - 1] / sizes[-1]) / _RATE_DOUBLINGS
+    return beta <= 0 or math.log(check) + math.log(sizes[-1] / target) / beta > math.log(max_cost_time)
+
+
+_RATE_DOUBLINGS = 4         # the doublings of time over which _cannot_converge measures the gradient's rate
+
+
 def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method, rtol, atol, cost_tol,
-                max_cost_time, jump_time, next_activation=None):
+                max_cost_time, jump_time, next_activation=None, eager=False):
     """Gradient flow of the active neurons ``index`` to convergence.
 
     The gradient and the loss are checked at times growing geometrically, on the solver's interpolant at
@@ -404,8 +421,10 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
 
     ``next_activation(index, dirs, logn, budget)``, if given, is the time the utility phase would take, from
     the active neurons' state at a check, to its next activation, or ``inf`` if none comes within ``budget``
-    (the check's time). A check at cost time ``T`` at which that wait is at most ``T`` ends the step: gradient
-    flow gives the active neurons no longer than that before the next neuron joins them.
+    (the check's time). A check at cost time ``T`` at which that wait is at most ``T`` ends the step (gradient
+    flow gives the active neurons no longer than that before the next neuron joins them) if the step
+    cannot converge in time (:func:`_cannot_converge`), or with ``eager`` if its gradient fell over the last
+    doubling by less than a factor 4.
     """
     returned = {}
     g0, start_loss, elapsed = None, None, 0.0
@@ -427,7 +446,7 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
         # time spent so far (the doubling the checks follow anyway)
         check = min(elapsed + 1.0 / max(speed, 1e-300), 2.0 * elapsed if elapsed else math.inf, max_cost_time)
         solver = _solver(method, coords, state, math.inf, *coords.tolerances(rtol), speed if log_chart else None)
-        crossings, vanished = {}, False
+        crossings, vanished, sizes = {}, False, []
         previous_loss, previous_size = field.loss(dirs, logn, index), None
         if start_loss is None:
             start_loss = previous_loss
@@ -466,9 +485,12 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
                 # An infimum: the gradient fell over the last doubling of time, but by less than a factor 4
                 # (no faster than 1/t²; near a minimum the fall is exponential and soon much larger). Such a
                 # step ends at the first check by which the next dormant neuron, against the residual at that
-                # check, would have activated.
+                # check, would have activated: with eager at once, else only once its rate shows that the
+                # rules cannot end it within max_cost_time.
+                sizes.append(size)
                 if (next_activation is not None and previous_size is not None
                         and 0.25 * previous_size < size < previous_size
+                        and (eager or _cannot_converge(sizes, check, cost_tol * g0, max_cost_time))
                         and next_activation(index, *coords.split(at_check), check) <= check):
                     return (index, *coords.split(at_check), returned)
                 previous_loss, previous_size = loss, size
@@ -491,7 +513,7 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
 def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf, max_jumps=None,
                               method="DOP853", cost_method="LSODA", rtol=1e-10, atol=1e-12, cost_rtol=1e-5,
                               adaptive_rate=False, dormancy_threshold=None, cost_tol=1e-9, utility_tol=1e-8,
-                              max_cost_time=1e6, cost_horizon=None, check_rounding=None, progress=None,
+                              max_cost_time=1e6, cost_horizon="auto", check_rounding=None, progress=None,
                               _perturbed=False):
     """Numerical AGF (the paper's Algorithm 1) from ``theta0``, in GF time ``t``.
 
@@ -539,16 +561,24 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
         and positive.
     max_cost_time : float, default 1e6
         Longest GF time allowed for one cost minimization; finite and positive.
-    cost_horizon : {None, "next_activation"}, default None
-        ``"next_activation"``: a cost step whose gradient falls like a power of time (over a doubling of time
-        by less than a factor 4: a loss approaching an infimum that no finite weights attain) also ends at
-        the first check by which the next dormant neuron, utility phase run against the residual there,
-        would have activated. Gradient flow gives the active neurons no more time than that before the
-        next neuron joins them, and the end no longer depends on ``cost_tol``; it lets modular addition
-        with incomplete groups (chapter 06, even p = 20) finish where the two rules alone exceed
-        ``max_cost_time``. ``None``: the gradient and loss rules only. Not the default: a slowly
-        converging step that looks power-like early (chapter 04's non-commuting linear network, attention
-        at α = 1e-3) would be cut before its minimum.
+    cost_horizon : {"auto", "next_activation", None}, default "auto"
+        When a cost step also ends at the *horizon*: the first check by which the next dormant neuron, its
+        utility phase run against the residual at that check, would have activated. Gradient flow gives
+        the active neurons no more time than that before the next neuron joins them.
+
+        - ``"auto"``: only a step that the gradient and loss rules cannot end within ``max_cost_time``:
+          over the last doubling of time its gradient fell, by less than a factor 4, and at its mean rate
+          over the last four doublings (a power of time, ``g ∝ T^{−β}``) it would reach ``cost_tol`` only
+          after ``max_cost_time``. Such a step approaches an infimum that no finite weights attain (its
+          gradient falls like ``1/T``) or crawls along a nearly flat direction; without the horizon it
+          raises :class:`CostStepError`. Modular addition with incomplete groups has such steps (chapter
+          06: the paper's p = 20 setup at the default ``cost_tol``). On the book's standard problems
+          (:func:`agf_lib.problems.names`) at their own options no step meets the condition, so their
+          runs are those of ``None`` (measured on their conformance runs).
+        - ``"next_activation"``: every step whose gradient fell over the last doubling by less than a
+          factor 4; it also cuts slowly converging steps that look power-like early (chapter 04's
+          non-commuting linear network, attention at α = 1e-3), and moves their levels.
+        - ``None``: the gradient and loss rules only.
     check_rounding : bool or None, default None
         Rerun with every direction perturbed at float64's rounding (4ε per component and evaluation, as
         the rounding check of :func:`agf_lib.gradient_flow` does) and compare the jumps; warn
@@ -616,8 +646,8 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
     rtol, atol = check_positive(rtol, "rtol"), check_positive(atol, "atol")
     cost_tol, utility_tol = check_fraction(cost_tol, "cost_tol"), check_positive(utility_tol, "utility_tol")
     max_cost_time = check_positive(max_cost_time, "max_cost_time")
-    if cost_horizon is not None and not (isinstance(cost_horizon, str) and cost_horizon == "next_activation"):
-        raise ValueError(f"cost_horizon must be 'next_activation' or None, got {cost_horizon!r}")
+    if cost_horizon is not None and not (isinstance(cost_horizon, str) and cost_horizon in ("auto", "next_activation")):
+        raise ValueError(f"cost_horizon must be 'auto', 'next_activation' or None, got {cost_horizon!r}")
     adaptive_rate = check_bool(adaptive_rate, "adaptive_rate")
     t_end = check_positive(t_end, "t_end", finite=False)
     dirs, logn = to_polar(network.to_chart(theta0))
@@ -702,7 +732,8 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
             kept, d_act, l_act, returned = _cost_phase(field, members, dirs[members], logn[members], activation_dirs,
                                                        log_dormancy, cost_method, cost_rtol, atol, cost_tol,
                                                        max_cost_time, t,
-                                                       next_activation if cost_horizon else None)
+                                                       next_activation if cost_horizon else None,
+                                                       eager=cost_horizon == "next_activation")
             dirs[kept], logn[kept] = d_act, l_act
             for k, direction in returned.items():
                 dirs[k], logn[k], active[k] = direction, 0.0, False
