@@ -394,16 +394,17 @@ _NEWTON_STEPS = 12         # at most, in one try of a cost step's polish
 def _cannot_converge(sizes, check, target, max_cost_time):
     """Whether a cost step with gradient sizes ``sizes`` at its last checks (times doubling up to ``check``)
     cannot meet the gradient rule (``target``) within ``max_cost_time``: the gradient fell over the last
-    doubling, by less than a factor 4, and at its mean rate over the last four doublings, ``g ∝ T^{−β}``,
+    doubling, by less than a factor 4, and at its mean rate over the last six doublings, ``g ∝ T^{−β}``,
     it reaches ``target`` only after ``max_cost_time``. Near a minimum the fall is exponential, and its
-    rate over four doublings soon predicts convergence in time."""
+    rate over six doublings soon predicts convergence in time. Four were too few: on chapter 08's
+    three-digit problem a step fell like 1/T over four doublings and then converged exponentially."""
     if len(sizes) < _RATE_DOUBLINGS + 1 or not 0.25 * sizes[-2] < sizes[-1] < sizes[-2]:
         return False
     beta = math.log2(sizes[-_RATE_DOUBLINGS - 1] / sizes[-1]) / _RATE_DOUBLINGS
     return beta <= 0 or math.log(check) + math.log(sizes[-1] / target) / beta > math.log(max_cost_time)
 
 
-_RATE_DOUBLINGS = 4         # the doublings of time over which _cannot_converge measures the gradient's rate
+_RATE_DOUBLINGS = 6         # the doublings of time over which _cannot_converge measures the gradient's rate
 
 
 def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method, rtol, atol, cost_tol,
@@ -568,7 +569,7 @@ def alternating_gradient_flow(network, data, theta0, *, eta=1.0, t_end=math.inf,
 
         - ``"auto"``: only a step that the gradient and loss rules cannot end within ``max_cost_time``:
           over the last doubling of time its gradient fell, by less than a factor 4, and at its mean rate
-          over the last four doublings (a power of time, ``g ∝ T^{−β}``) it would reach ``cost_tol`` only
+          over the last six doublings (a power of time, ``g ∝ T^{−β}``) it would reach ``cost_tol`` only
           after ``max_cost_time``. Such a step approaches an infimum that no finite weights attain (its
           gradient falls like ``1/T``) or crawls along a nearly flat direction; without the horizon it
           raises :class:`CostStepError`. Modular addition with incomplete groups has such steps (chapter

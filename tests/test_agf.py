@@ -394,25 +394,26 @@ def test_activation_horizon_ends_the_papers_modular_cost_steps_whatever_cost_tol
 
 def test_papers_modular_setup_finishes_at_the_defaults_on_the_closed_form_level():
     """At the defaults (cost_tol 1e-9, cost_horizon "auto") the run finishes; the cost steps of the incomplete
-    group at frequency 1 end at the horizon, and once six neurons hold it (the fewest that fit a frequency
-    exactly, chapter 06) the level is Eq. 9's ℓ⁽¹⁾ = ½‖x‖² − |x̂[1]|²/p = 1.5625, to 1.8e-5 relative (measured;
-    the last cost step is cut before its minimum), and the output holds frequency 1 and nothing else."""
+    group at frequency 1 end at the horizon. After five jumps the active neurons hold frequency 1 (99% of its
+    power, nothing else above 1e-4 of it) and the level is Eq. 9's ℓ⁽¹⁾ = ½‖x‖² − |x̂[1]|²/p = 1.5625, to 1e-8
+    relative (measured: 3e-15); every earlier level, of an incomplete
+    group whose steps the horizon ends, lies at least 1% above it."""
     x, network, data, theta0 = _papers_modular_setup()
-    run = alternating_gradient_flow(network, data, theta0, max_jumps=6)
-    assert run.num_jumps == 6 and run.stop_reason == "max_jumps" and np.all(np.diff(run.losses) < 0)
+    run = alternating_gradient_flow(network, data, theta0, max_jumps=5)
+    assert run.num_jumps == 5 and run.stop_reason == "max_jumps" and np.all(np.diff(run.losses) < 0)
     level_1 = 0.5 * float(x @ x) - abs(np.fft.fft(x)[1]) ** 2 / x.size
     assert level_1 == pytest.approx(1.5625, rel=1e-14) and level_1 == pytest.approx(modular.levels(x)[1], rel=1e-14)
-    assert abs(run.losses[-1] / level_1 - 1) < 1e-4
-    assert np.all(run.losses[:-1] > level_1 * (1 + 1e-2))          # the incomplete group stays above it
+    assert abs(run.losses[-1] / level_1 - 1) < 1e-8
+    assert np.all(run.losses[:-1] > level_1 * (1 + 1e-2))
     theta = run.states[-1].copy()
     theta[np.setdiff1d(np.arange(18), run.active[-1])] = 0.0
     power = modular.output_power(network, theta, data[0])
-    assert power[1] == pytest.approx(abs(np.fft.fft(x)[1]) ** 2, rel=1e-4)
+    assert power[1] > 0.99 * abs(np.fft.fft(x)[1]) ** 2
     assert np.delete(power, 1).max() < 1e-4 * power[1]
 
 
 def _power_law_sizes(sizes_at):
-    return [sizes_at(T) for T in 2.0 ** np.arange(6)]
+    return [sizes_at(T) for T in 2.0 ** np.arange(8)]
 
 
 @pytest.mark.parametrize("sizes_at, cannot", [
@@ -421,15 +422,15 @@ def _power_law_sizes(sizes_at):
     (lambda T: 1.0 / T**1.9, False),             # T^-1.9: at T = 5.5e4, in time
     (lambda T: 1.0 + 1e-3 / T, True),            # a stall above the target
     (lambda T: 1.0 / T**2.5, False),             # T^-2.5: its last doubling falls by more than a factor 4
-    (lambda T: math.exp(-T / 8), False),         # exponential at T ~ 1/λ: the last doubling falls by e^-2
-    (lambda T: math.exp(-T / 64), True),         # exponential long before 1/λ: indistinguishable from a stall
+    (lambda T: math.exp(-T / 32), False),        # exponential at T ~ 1/λ: the last doubling falls by e^-2
+    (lambda T: math.exp(-T / 1024), True),       # exponential long before 1/λ: indistinguishable from a stall
 ])
 def test_cannot_converge_extrapolates_the_gradient_as_a_power_of_time(sizes_at, cannot):
-    """The auto horizon's test on known sequences of gradient sizes at times 1, 2, …, 32 (the last check),
+    """The auto horizon's test on known sequences of gradient sizes at times 1, 2, …, 128 (the last check),
     target 1e-9, max_cost_time 1e6: a power law T^-β reaches the target at T = target^(-1/β). Its limit: a
     step converging like e^{-λT} still looks stalled at T ≪ 1/λ, and the auto horizon (where the next neuron
     is due by then) ends it there."""
-    assert agf_module._cannot_converge(_power_law_sizes(sizes_at), 32.0, 1e-9, 1e6) is cannot
+    assert agf_module._cannot_converge(_power_law_sizes(sizes_at), 128.0, 1e-9, 1e6) is cannot
 
 
 @pytest.mark.parametrize("problem", ["regression_problem", "three_coordinate_problem"])
