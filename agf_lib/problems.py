@@ -168,11 +168,8 @@ def _diagonal_dormancy():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 3)) @ np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.7, 0.7, 0.3]]).T
     y = X @ np.array([1.0, 1.0, 0.0]) + 0.05 * rng.normal(size=30)
-    # at 1e-8 the cost step after the second jump raises CostStepError (its gradient stalls at 2.4e-8 of its
-    # initial size, cost_tol 1e-9), so this problem runs at 1e-3 and 1e-6
     return _diagonal("diagonal-dormancy", "a diagonal regression with a return to dormancy: x_3 ~ 0.7(x_1 + x_2) "
-                     "activates first and is dropped once x_1 and x_2 are active (order 2, 0, 1, 2)", X, y,
-                     alphas=(1e-3, 1e-6))
+                     "activates first and is dropped once x_1 and x_2 are active (order 2, 0, 1, 2)", X, y)
 
 
 def _diagonal_sign_reversal():
