@@ -95,8 +95,9 @@ class Setting(abc.ABC):
             The initialization scale: the dormant norms are those of ``initial_theta(alpha=alpha,
             seed=seed)`` (its largest row norm, or the setting's own rule).
         initial_norms : float or sequence of floats, optional
-            The dormant norms themselves: one for every jump, or one per jump. Exactly one of ``alpha``
-            and ``initial_norms`` is given.
+            The dormant norms themselves: one number for every jump, or a sequence of one per jump (the
+            largest dormant norm before each, :meth:`agf_lib.results.Staircase.dormant_norms`). Exactly
+            one of ``alpha`` and ``initial_norms`` is given.
         seed : int, default 0
             The initialization's seed, with ``alpha``.
 
