@@ -96,7 +96,7 @@ class Setting(abc.ABC):
             seed=seed)`` (its largest row norm, or the setting's own rule).
         initial_norms : float or sequence of floats, optional
             The dormant norms themselves: one number for every jump, or a sequence of one per jump (the
-            largest dormant norm before each, :meth:`agf_lib.results.Staircase.dormant_norms`). Exactly
+            largest dormant norm before each, ``Staircase.dormant_norms()``). Exactly
             one of ``alpha`` and ``initial_norms`` is given.
         seed : int, default 0
             The initialization's seed, with ``alpha``.
