@@ -184,13 +184,10 @@ class DeepDiagonalSetting(Setting):
         return agf_staircase(self._X, self._y, self.network.kappa,
                              alpha=float(norms[0]))
 
-    def agf_staircase(self, *, alpha=None, initial_norms=None, seed=0):
-        if alpha is not None and initial_norms is None:
-            # every neuron's norm is alpha itself: no rounding through it
-            return agf_staircase(self._X, self._y, self.network.kappa,
-                                 alpha=alpha)
-        return super().agf_staircase(alpha=alpha,
-                                     initial_norms=initial_norms, seed=seed)
+    def finite_staircase_at(self, alpha, seed):
+        # every neuron's norm is alpha itself: no rounding through it
+        return agf_staircase(self._X, self._y, self.network.kappa,
+                             alpha=alpha)
 
     def limit_staircase(self):
         return limit_staircase(self._X, self._y, self.network.kappa)

@@ -34,7 +34,7 @@ from scipy.optimize import lsq_linear
 from ._engine import check_solver, integrate
 from .network import TwoLayerNetwork, as_data
 from .results import GF_TIME, LOG_TIME, Staircase, Trajectory
-from .setting import Setting, check_norms
+from .setting import Setting
 from .validation import (check_bool, check_fraction, check_int, check_max_jumps, check_num_samples, check_positive,
                          real_array)
 
@@ -519,15 +519,14 @@ class DiagonalSetting(Setting):
     def data(self):
         return self._X, self._y[:, None]
 
-    def agf_staircase(self, *, alpha=None, initial_norms=None, seed=0):
-        if alpha is None and initial_norms is not None:       # ν = √2 α for every coordinate
-            norms = np.unique(check_norms(initial_norms))
-            if norms.size != 1:
-                raise ValueError("initial_norms must be one norm for a diagonal network (all coordinates start "
-                                 f"at the same point), got {norms.size} different ones")
-            alpha, initial_norms = float(norms[0]) / math.sqrt(2.0), None
-        if (alpha is None) == (initial_norms is None):
-            raise TypeError("give exactly one of alpha and initial_norms")
+    def finite_staircase(self, initial_norms):
+        norms = np.unique(initial_norms)                   # ν = √2 α for every coordinate
+        if norms.size != 1:
+            raise ValueError("initial_norms must be one norm for a diagonal network (all coordinates start "
+                             f"at the same point), got {norms.size} different ones")
+        return agf_staircase(self._X, self._y, alpha=float(norms[0]) / math.sqrt(2.0))
+
+    def finite_staircase_at(self, alpha, seed):
         return agf_staircase(self._X, self._y, alpha=alpha)
 
     def limit_staircase(self):

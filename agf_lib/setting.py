@@ -117,10 +117,14 @@ class Setting(abc.ABC):
         if not self.has_closed_form:
             raise NotImplementedError(f"{type(self).__name__} has no closed-form staircase at finite alpha")
         if initial_norms is None:
-            initial_norms = self.initial_norms(alpha=check_positive(alpha, "alpha"), seed=seed)
-        else:
-            initial_norms = check_norms(initial_norms)
-        return self.finite_staircase(initial_norms)
+            return self.finite_staircase_at(check_positive(alpha, "alpha"), seed)
+        return self.finite_staircase(check_norms(initial_norms))
+
+    def finite_staircase_at(self, alpha, seed):
+        """The closed form at a validated scale ``alpha``: by default :meth:`finite_staircase` from the
+        dormant norm of the seeded initialization (:meth:`initial_norms`). A setting whose closed form
+        takes α itself overrides it, so that no norm is computed and divided back."""
+        return self.finite_staircase(self.initial_norms(alpha=alpha, seed=seed))
 
     def initial_norms(self, *, alpha, seed=0):
         """The dormant norm the closed form starts from at scale ``alpha``: the largest initial row norm."""
