@@ -13,20 +13,17 @@ setting it rebuilds. The chapter reruns the first samples and compares.
 
 from __future__ import annotations
 
-import json
-import math
 import time
 from pathlib import Path
 
 import numpy as np
 
-import agf_lib
 from agf_lib import dft, modular
+from saved_runs import sampled_flow, save
 
 P, ALPHA, SEED = 97, 1e-6, 0
 FREQUENCIES, MAGNITUDES = (2, 9, 20), (1.0, 0.8, 0.6)
 HORIZON, SAMPLES = 3.0, 121
-TOLERANCES = dict(rtol=1e-7, atol=1e-10)
 OUT = Path(__file__).with_name("research_scale.npz")
 
 
@@ -47,9 +44,7 @@ def setting():
 def run(times_until=None):
     """Gradient flow of the setting, sampled on its times (up to ``times_until`` samples)."""
     x, X, Y, network, theta0, times = setting()
-    times = times if times_until is None else times[:times_until]
-    return agf_lib.gradient_flow(network, (X, Y), theta0, float(times[-1]), adaptive_rate=True, times=times,
-                                 record_params=True, **TOLERANCES)
+    return sampled_flow(network, (X, Y), theta0, times, times_until)
 
 
 def main():
@@ -58,10 +53,7 @@ def main():
     seconds = time.perf_counter() - start
     x, X, *_ = setting()
     power = modular.output_power(modular.QuadraticModularNetwork(P, 3 * P), trajectory.params, X)
-    np.savez_compressed(OUT, times=trajectory.times, losses=trajectory.losses,
-                        power=power[:, list(FREQUENCIES)], template=x, theta0_rows=trajectory.params[0, :3])        # θ₀ through the polar chart
-    OUT.with_suffix(".json").write_text(json.dumps({"seconds": round(seconds, 1),
-                                                    "evaluations": int(trajectory.evaluations)}) + "\n")
+    save(OUT, trajectory, seconds, power=power[:, list(FREQUENCIES)], template=x)
     print(f"p = {P}: gradient flow to t = {trajectory.times[-1]:.0f} in {seconds:.1f} s "
           f"({trajectory.evaluations} evaluations); final loss {trajectory.losses[-1]:.3g}")
 

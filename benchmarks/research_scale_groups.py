@@ -19,20 +19,18 @@ average of 7-9, where it had a fraction of a core: its CPU time was not recorded
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
 
 import numpy as np
 
-import agf_lib
 from agf_lib import groups
+from saved_runs import sampled_flow, save
 
 ALPHA, SEED, WIDTH = 1e-6, 0, 360
 SCALES = {1: (1.0, 1), 4: (0.9, 2)}          # irrep index: (s, seed of its orthogonal matrix); 1 = T1, 4 = H
 HORIZON, SAMPLES = 3.0, 161
-TOLERANCES = dict(rtol=1e-7, atol=1e-10)
 OUT = Path(__file__).with_name("research_scale_groups.npz")
 
 
@@ -59,9 +57,7 @@ def setting():
 def run(times_until=None):
     """Gradient flow of the setting, sampled on its times (up to ``times_until`` samples)."""
     G, x, X, Y, network, theta0, times = setting()
-    times = times if times_until is None else times[:times_until]
-    return agf_lib.gradient_flow(network, (X, Y), theta0, float(times[-1]), adaptive_rate=True, times=times,
-                                 record_params=True, **TOLERANCES)
+    return sampled_flow(network, (X, Y), theta0, times, times_until)
 
 
 def main():
@@ -70,10 +66,7 @@ def main():
     seconds = time.perf_counter() - start
     G, x, X, _, network, *_ = setting()
     power = groups.output_power(network, trajectory.params, X)          # (samples, classes)
-    np.savez_compressed(OUT, times=trajectory.times, losses=trajectory.losses, power=power, template=x,
-                        theta0_rows=trajectory.params[0, :3])                # θ₀ through the polar chart
-    OUT.with_suffix(".json").write_text(json.dumps({"seconds": round(seconds, 1),
-                                                    "evaluations": int(trajectory.evaluations)}) + "\n")
+    save(OUT, trajectory, seconds, power=power, template=x)
     print(f"A5: gradient flow to t = {trajectory.times[-1]:.0f} in {seconds:.1f} s "
           f"({trajectory.evaluations} evaluations); final loss {trajectory.losses[-1]:.4g}")
 
