@@ -32,14 +32,13 @@ Contract of the setting (as in every setting module): :class:`LinearAttentionNet
 from __future__ import annotations
 
 import math
-from types import MappingProxyType
 
 import numpy as np
 
 from .escape import jump_times
 from .network import TwoLayerNetwork
 from .results import Staircase
-from .setting import NO_OPTIONS, Setting
+from .setting import Setting, rate_options
 from .validation import check_bool, check_int, check_positive, real_array
 from .validation import check_covariance as _check_covariance
 
@@ -294,7 +293,7 @@ class AttentionSetting(Setting):
         self._adaptive_rate = check_bool(adaptive_rate, "adaptive_rate")
         self._X, self._y = population_data(self._Sigma, self._N)
         self.network = LinearAttentionNetwork(self._Sigma.shape[0], H)
-        self.options = MappingProxyType({"adaptive_rate": True}) if self._adaptive_rate else NO_OPTIONS
+        self.options = rate_options(self._adaptive_rate)
 
     def data(self):
         return self._X, self._y

@@ -27,14 +27,13 @@ neuron leave its maximizer; a ValueError says which happened).
 from __future__ import annotations
 
 import math
-from types import MappingProxyType
 
 import numpy as np
 
 from .escape import threshold
 from .network import TwoLayerNetwork, as_data
 from .results import GF_TIME, LOG_TIME, Staircase
-from .setting import Setting
+from .setting import ADAPTIVE_RATE, Setting
 from .validation import check_int, check_positive
 
 __all__ = ["DeepDiagonalNetwork", "DeepDiagonalSetting", "agf_staircase", "limit_staircase"]
@@ -156,7 +155,7 @@ class DeepDiagonalSetting(Setting):
     """
 
     exact = True
-    options = MappingProxyType({"adaptive_rate": True})
+    options = ADAPTIVE_RATE
 
     def __init__(self, X, y, L):
         self._X, self._y = as_data(X, y)

@@ -86,7 +86,7 @@ from .finite_groups import _check_classes, _check_group, _check_template
 from .activations import power
 from .network import FeedForwardNetwork
 from .results import Staircase
-from .setting import NO_OPTIONS, Setting
+from .setting import Setting, rate_options
 from .structured_loss import STRUCTURED_MIN_ROWS, StructuredNetwork, _check_structured
 from .validation import real_array, check_bool, check_fraction, check_positive, check_int
 
@@ -607,7 +607,7 @@ class CompositionSetting(Setting):
         self._whole_classes = check_bool(whole_classes, "whole_classes")
         self._X, self._y = dataset(self._x, self._G, k=self._k)
         self.network = CompositionNetwork(self._G, H, k=self._k)
-        self.options = MappingProxyType({"adaptive_rate": True}) if self._adaptive_rate else NO_OPTIONS
+        self.options = rate_options(self._adaptive_rate)
 
     def data(self):
         return self._X, self._y

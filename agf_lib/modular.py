@@ -77,7 +77,7 @@ import numpy as np
 
 from . import groups
 from .dft import dft, harmonic
-from .setting import NO_OPTIONS, Setting
+from .setting import Setting, rate_options
 from .validation import real_array, check_bool, check_fraction, check_int, check_centred, check_real
 
 __all__ = ["ModularSetting", "QuadraticModularNetwork", "check_template", "dataset", "initial_theta", "fourier_utility",
@@ -435,7 +435,7 @@ class ModularSetting(Setting):
         self._adaptive_rate = check_bool(adaptive_rate, "adaptive_rate")
         self._X, self._y = dataset(self._x)
         self.network = QuadraticModularNetwork(self._x.size, H)
-        self.options = MappingProxyType({"adaptive_rate": True}) if self._adaptive_rate else NO_OPTIONS
+        self.options = rate_options(self._adaptive_rate)
 
     def data(self):
         return self._X, self._y

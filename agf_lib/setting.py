@@ -30,11 +30,17 @@ from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
-from .validation import check_positive, real_array
+from .validation import check_bool, check_positive, real_array
 
 __all__ = ["Setting", "largest_norm"]
 
 NO_OPTIONS: Mapping[str, Any] = MappingProxyType({})
+ADAPTIVE_RATE: Mapping[str, Any] = MappingProxyType({"adaptive_rate": True})
+
+
+def rate_options(adaptive_rate):
+    """The engines' options of a setting run at the paper's adaptive rate (Appendix B.5), or at the plain one."""
+    return ADAPTIVE_RATE if check_bool(adaptive_rate, "adaptive_rate") else NO_OPTIONS
 
 
 def largest_norm(theta):
