@@ -127,9 +127,9 @@ class Setting(abc.ABC):
         return self.finite_staircase(check_norms(initial_norms))
 
     def finite_staircase_at(self, alpha, seed):
-        """The closed form at a validated scale ``alpha``: by default :meth:`finite_staircase` from the
-        dormant norm of the seeded initialization (:meth:`initial_norms`). A setting whose closed form
-        takes α itself overrides it, so that no norm is computed and divided back."""
+        """The closed form at a validated scale ``alpha``: by default ``finite_staircase`` from the dormant
+        norm of the seeded initialization (``initial_norms``). A setting whose closed form takes α itself
+        overrides it, so that no norm is computed and divided back."""
         return self.finite_staircase(self.initial_norms(alpha=alpha, seed=seed))
 
     def initial_norms(self, *, alpha, seed=0):
