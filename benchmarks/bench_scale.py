@@ -43,6 +43,9 @@ redraws the plot with the other family's last measured timings.
                                                      # 33 minutes (a 2-core machine under load 7-10)
     python benchmarks/bench_scale.py --quick         # p = 11, 23 and A4, D6 only: minutes
     python benchmarks/bench_scale.py --family groups # the group rows only
+    python benchmarks/bench_scale.py --family modular --sizes 97 --dense-limit 3000 --gd-limit 3000
+                                                     # one row, dense and descent included; it replaces that
+                                                     # row of bench_scale.json and keeps the others
 """
 
 from __future__ import annotations
@@ -356,7 +359,9 @@ def main(argv=None):
                 print(f"KEY RATIO {family} dense/structured {label} wall {r['dense'] / r['structured']:.1f} cpu "
                       f"{r['cpu_b'] / r['cpu_a']:.1f} loss_diff {r['diff_b']:.1e} evaluations "
                       f"{r['evaluations']} / {r['evaluations_b']}")
-        if not (args.quick or args.sizes or args.groups):      # a full family replaces its saved timings
+        if args.sizes or args.groups:              # a partial run updates its own rows of the saved family
+            results.setdefault(family, {}).update(measured)
+        elif not args.quick:                        # a full family replaces its saved timings
             results[family] = measured
     if not args.no_save and not args.quick:
         with open(RESULTS, "w") as f:
