@@ -18,7 +18,7 @@ import pytest
 from scipy.optimize import minimize
 
 from agf_lib import FeedForwardNetwork, alternating_gradient_flow, dft, gradient_flow, groups, problems
-from agf_lib.results import GF_TIME, LOG_TIME
+from agf_lib.results import GF_TIME, LOG_TIME, Staircase
 from independent import rescaled_escape_limit, time_to_norm_one
 
 GROUPS = {
@@ -918,15 +918,24 @@ def _d5_problem():
             net.initial_theta(alpha=alpha, seed=0))
 
 
-def test_numerical_agf_on_d5_fits_e1_first_on_its_level_at_the_times_of_gradient_flow():
+@pytest.fixture(scope="module")
+def d5_agf():
+    """Numerical AGF on chapter 09's D5 template for twelve jumps (cost_tol 1e-2), shared by the two tests
+    below: its first nine jumps are, step for step, the run that stops at nine (the loop is deterministic)."""
+    G, x, net, (X, Y), alpha, limit, theta0 = _d5_problem()
+    return alternating_gradient_flow(net, (X, Y), theta0, adaptive_rate=True, rtol=1e-7, atol=1e-10,
+                                     cost_tol=1e-2, max_jumps=12)
+
+
+def test_numerical_agf_on_d5_fits_e1_first_on_its_level_at_the_times_of_gradient_flow(d5_agf):
     """Chapter 09's D5 template (E1 first by the criterion, H = 3|G| = 30, adaptive rate, α = 1e-8,
     seed 0): numerical AGF's first nine jumps all activate neurons on E1, the limit's first class;
     after them the loss is groups.levels' first plateau to 1.3e-3; the first jump comes 4.3% after
     the limit's τ in t/log(1/α), and every one of the nine within 4.5% of gradient flow's drop across
     the same midpoint."""
     G, x, net, (X, Y), alpha, limit, theta0 = _d5_problem()
-    agf = alternating_gradient_flow(net, (X, Y), theta0, adaptive_rate=True, rtol=1e-7, atol=1e-10,
-                                    cost_tol=1e-2, max_jumps=9).in_units(LOG_TIME, alpha)
+    agf = Staircase(d5_agf.times[:10], d5_agf.losses[:10], d5_agf.order[:9],
+                    states=d5_agf.states[:10]).in_units(LOG_TIME, alpha)        # its first nine jumps
     t_end = 50.0 * math.log(1 / alpha)
     run = gradient_flow(net, (X, Y), theta0, t_end, adaptive_rate=True, rtol=1e-6, atol=1e-9,
                         times=np.linspace(0, t_end, 501)).in_units(LOG_TIME, alpha)
@@ -947,13 +956,13 @@ def test_numerical_agf_on_d5_fits_e1_first_on_its_level_at_the_times_of_gradient
 # input validation
 
 
-def test_numerical_agf_on_d5_learns_a2_before_e2_at_this_cost_tol():
+def test_numerical_agf_on_d5_learns_a2_before_e2_at_this_cost_tol(d5_agf):
     """Chapter 09: the same AGF run on to twelve jumps. The tenth neuron still goes to E1; the eleventh, at
     t/log(1/α) ≈ 99, to A2, whose cost step fits A2 whole (over 99% of its power, E2 under 20%); the twelfth
     to E2. At cost_tol = 1e-2 AGF follows the criterion's order E1, A2, E2, not gradient flow's E1, E2, A2."""
     G, x, net, (X, Y), alpha, limit, theta0 = _d5_problem()
-    agf = alternating_gradient_flow(net, (X, Y), theta0, adaptive_rate=True, rtol=1e-7, atol=1e-10,
-                                    cost_tol=1e-2, max_jumps=12)
+    agf = d5_agf
+    assert agf.num_jumps == 12
     E1, A2, E2 = limit.order
     single = groups.CompositionNetwork(G, 1)
     classes = [int(np.argmax(groups.output_power(single, agf.states[j][i][None], X)))

@@ -1,0 +1,102 @@
+"""Where the piece staircase of composition over a group is the α → 0 limit: limit studies of gradient flow
+on several templates with unequal singular values (issue 29).
+
+For each template, gradient flow (``groups.CompositionNetwork``, k = 2, seed 0, the adaptive rate, rtol 1e-7,
+atol 1e-10) runs at each α of a ladder to 1.1 × the last jump of ``groups.limit_staircase`` (the piece
+staircase, in t/log(1/α)), sampled on 2 001 times; ``limits.limit_study`` reads each run's crossing of the
+middle of each of the piece staircase's drops and extrapolates it linearly in 1/log(1/α). Printed per
+template: the pieces of each step, the piece staircase's times, the measured limit with its error bar and the
+fit's residual, and which drops the limit merges (within 10% of an earlier one). The numbers are kept in
+``group_limits.json`` next to this file.
+
+The templates: x̂[ρ] = Q₁ diag(σ) Q₂ on one real irrep (Q orthogonal, drawn with seed 1) and zero elsewhere,
+plus chapter 09's own (D3, x̂[E] with singular values 2 and 1, x̂[A2] = 1.26).
+
+    python benchmarks/group_limits.py            # about three minutes on one core
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from agf_lib import groups, limits
+from agf_lib import gradient_flow
+
+SHALLOW = (1e-6, 1e-9, 1e-12, 1e-16)      # with E alone the runs depend on rounding below 1e-12 or so
+DEEP = (1e-12, 1e-24, 1e-36, 1e-48)       # the other templates pass gradient flow's rounding check down to 1e-48
+SAMPLES = 2001
+OUT = Path(__file__).with_name("group_limits.json")
+_TURN = np.array([[0.6, -0.8], [0.8, 0.6]])
+
+
+def one_irrep(G, dim, sigma, a2=None):
+    """A template with ``x̂[ρ] = Q₁ diag(sigma) Q₂`` on the first real irrep class of dimension ``dim``; with
+    ``a2``, chapter 09's D3 template instead (x̂[E] = R diag(2, 1) Rᵀ diag(1, −1), x̂[A2] = a2)."""
+    blocks = [np.zeros((G.dims[r], G.dims[r])) for r in range(len(G.irreps))]
+    if a2 is not None:
+        blocks[1] = np.full((1, 1), a2)
+        blocks[2] = _TURN @ np.diag([2.0, 1.0]) @ _TURN.T @ np.diag([1.0, -1.0])
+        return groups.inverse_fourier(blocks, G)
+    c = next(c for c in range(G.num_classes) if G.class_dims[c] == dim and G.class_types[c] == "real")
+    rng = np.random.default_rng(1)
+    Q1, Q2 = (np.linalg.qr(rng.normal(size=(dim, dim)))[0] for _ in range(2))
+    blocks[G.irrep_classes[c][0]] = Q1 @ np.diag(sigma) @ Q2
+    return groups.inverse_fourier(blocks, G)
+
+
+TEMPLATES = {           # name: (group, H, template options, ladder of α)
+    "D3, E alone, σ = (2, 1)": (groups.dihedral(3), 24, dict(dim=2, sigma=(2.0, 1.0)), SHALLOW),
+    "D5, E1 alone, σ = (2, 1)": (groups.dihedral(5), 20, dict(dim=2, sigma=(2.0, 1.0)), SHALLOW),
+    "D3, E σ = (2, 1) and A2 = 1.26 (chapter 09)": (groups.dihedral(3), 24, dict(dim=2, sigma=None, a2=1.26), DEEP),
+    "A4, standard irrep, σ = (3, 2, 1)": (groups.alternating4(), 36, dict(dim=3, sigma=(3.0, 2.0, 1.0)), DEEP),
+}
+
+
+def study(G, H, options, ladder):
+    x = one_irrep(G, **options)
+    X, Y = groups.dataset(x, G)
+    network = groups.CompositionNetwork(G, H)
+    pieces = groups.limit_staircase(x, G, adaptive_rate=True)
+    t_end = 1.1 * float(pieces.times[-1])
+
+    def run(alpha):
+        scale = math.log(1 / alpha)
+        return gradient_flow(network, (X, Y), network.initial_theta(alpha=alpha, seed=0), t_end * scale,
+                             adaptive_rate=True, rtol=1e-7, atol=1e-10,
+                             times=np.linspace(0, t_end, SAMPLES) * scale)
+
+    start = time.perf_counter()
+    measured = limits.limit_study(run, ladder, pieces)
+    seconds = time.perf_counter() - start
+    steps = [[f"{G.class_names()[p.irrep_class]} {tuple(i + 1 for i in p.chain)}" for p in step]
+             for step in groups.learning_steps(x, G)]
+    times = measured.limit.times
+    merged = [k for k in range(2, times.size) if times[k] < 1.1 * times[k - 1]]
+    return dict(group=G.name, H=H, steps=steps, piece_times=pieces.times.tolist(), levels=pieces.losses.tolist(),
+                limit_times=times.tolist(), time_errors=measured.time_errors.tolist(),
+                residuals=measured.residuals.tolist(), limit_levels=measured.limit.losses.tolist(),
+                refused=list(measured.refused), merged_drops=merged, seconds=seconds, ladder=list(ladder),
+                jump_times=measured.jump_times.tolist())
+
+
+def main():
+    results = {}
+    for name, (G, H, options, ladder) in TEMPLATES.items():
+        r = results[name] = study(G, H, options, ladder)
+        print(f"\n{name}: H = {H}, ladder {list(ladder)}, {r['seconds']:.1f} s, refused {r['refused']}")
+        print(f"  steps: {' | '.join(', '.join(s) for s in r['steps'])}")
+        print(f"  piece staircase: {np.round(r['piece_times'][1:], 3).tolist()}")
+        print(f"  measured limit:  {np.round(r['limit_times'][1:], 3).tolist()}")
+        print(f"  error bars:      {np.round(r['time_errors'], 3).tolist()}")
+        print(f"  drops merged with the one before (within 10%): {r['merged_drops']}")
+    OUT.write_text(json.dumps(results, indent=1))
+    print(f"\nsaved {OUT}")
+
+
+if __name__ == "__main__":
+    main()
