@@ -54,6 +54,7 @@ after (2,1), merged with it; on ``D3`` with ``x̂[A2] = 1.26`` added (chapter 09
 the first merged with the first. No rule derived here says which pieces merge; the limit of what AGF's cost
 steps fit is computed by :func:`agf_lib.limits.agf_limit` (chapter 09's template: every jump of numerical
 AGF extrapolates to the first). The levels of the piece staircase hold at every α wherever its plateaus last.
+``benchmarks/group_limits.py`` runs such studies on more templates (A4's three-dimensional irrep among them).
 
 
 The population loss over all tuples, which the engines evaluate on :func:`dataset` from functions on ``G``
