@@ -12,7 +12,7 @@ fit's residual, and which drops the limit merges (within 10% of an earlier one).
 The templates: x̂[ρ] = Q₁ diag(σ) Q₂ on one real irrep (Q orthogonal, drawn with seed 1) and zero elsewhere,
 plus chapter 09's own (D3, x̂[E] with singular values 2 and 1, x̂[A2] = 1.26).
 
-    python benchmarks/group_limits.py            # about three minutes on one core
+    python benchmarks/group_limits.py            # about two minutes on one core
 """
 
 from __future__ import annotations
@@ -54,6 +54,11 @@ TEMPLATES = {           # name: (group, H, template options, ladder of α)
     "D5, E1 alone, σ = (2, 1)": (groups.dihedral(5), 20, dict(dim=2, sigma=(2.0, 1.0)), SHALLOW),
     "D3, E σ = (2, 1) and A2 = 1.26 (chapter 09)": (groups.dihedral(3), 24, dict(dim=2, sigma=None, a2=1.26), DEEP),
     "A4, standard irrep, σ = (3, 2, 1)": (groups.alternating4(), 36, dict(dim=3, sigma=(3.0, 2.0, 1.0)), DEEP),
+    "D3, E alone, σ = (3, 2)": (groups.dihedral(3), 24, dict(dim=2, sigma=(3.0, 2.0)), SHALLOW),
+    "D3, E alone, σ = (4, 1)": (groups.dihedral(3), 24, dict(dim=2, sigma=(4.0, 1.0)), SHALLOW),
+    "D3, E alone, σ = (1.2, 1)": (groups.dihedral(3), 24, dict(dim=2, sigma=(1.2, 1.0)), SHALLOW),
+    **{f"D3, E alone, σ = (2, 1), H = {H}": (groups.dihedral(3), H, dict(dim=2, sigma=(2.0, 1.0)), SHALLOW)
+       for H in (12, 48)},
 }
 
 
