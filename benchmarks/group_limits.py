@@ -62,21 +62,27 @@ TEMPLATES = {           # name: (group, H, template options, ladder of α)
 }
 
 
-def study(G, H, options, ladder):
+def setting(G, H, options):
+    """``(network, (X, Y), pieces, t_end)``: the network, the data, the piece staircase and the horizon."""
     x = one_irrep(G, **options)
-    X, Y = groups.dataset(x, G)
-    network = groups.CompositionNetwork(G, H)
     pieces = groups.limit_staircase(x, G, adaptive_rate=True)
-    t_end = 1.1 * float(pieces.times[-1])
+    return groups.CompositionNetwork(G, H), groups.dataset(x, G), pieces, 1.1 * float(pieces.times[-1])
 
-    def run(alpha):
-        scale = math.log(1 / alpha)
-        return gradient_flow(network, (X, Y), network.initial_theta(alpha=alpha, seed=0), t_end * scale,
-                             adaptive_rate=True, rtol=1e-7, atol=1e-10,
-                             times=np.linspace(0, t_end, SAMPLES) * scale)
 
+def flow(G, H, options, alpha):
+    """Gradient flow on one template at one α, sampled on ``SAMPLES`` times to the horizon."""
+    network, data, _, t_end = setting(G, H, options)
+    scale = math.log(1 / alpha)
+    return gradient_flow(network, data, network.initial_theta(alpha=alpha, seed=0), t_end * scale,
+                         adaptive_rate=True, rtol=1e-7, atol=1e-10, times=np.linspace(0, t_end, SAMPLES) * scale)
+
+
+def study(G, H, options, ladder):
+    """The limit study of one template (``TEMPLATES``' entries): a dict of what ``group_limits.json`` keeps."""
+    _, _, pieces, _ = setting(G, H, options)
+    x = one_irrep(G, **options)
     start = time.perf_counter()
-    measured = limits.limit_study(run, ladder, pieces)
+    measured = limits.limit_study(lambda alpha: flow(G, H, options, alpha), ladder, pieces)
     seconds = time.perf_counter() - start
     steps = [[f"{G.class_names()[p.irrep_class]} {tuple(i + 1 for i in p.chain)}" for p in step]
              for step in groups.learning_steps(x, G)]
