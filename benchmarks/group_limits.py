@@ -5,9 +5,9 @@ For each template, gradient flow (``groups.CompositionNetwork``, k = 2, seed 0, 
 atol 1e-10) runs at each α of a ladder to 1.1 × the last jump of ``groups.limit_staircase`` (the piece
 staircase, in t/log(1/α)), sampled on 2 001 times; ``limits.limit_study`` reads each run's crossing of the
 middle of each of the piece staircase's drops and extrapolates it linearly in 1/log(1/α). Printed per
-template: the pieces of each step, the piece staircase's times, the measured limit with its error bar and the
-fit's residual, and which drops the limit merges (within 10% of an earlier one). The numbers are kept in
-``group_limits.json`` next to this file.
+template: the pieces of each step, the piece staircase's times, the measured limit with its error bars, and
+which drops the limit merges (within 10% of the one before). These and the fits' residuals, each run's
+crossings and the levels are kept in ``group_limits.json`` next to this file, which chapter 09 loads.
 
 The templates: x̂[ρ] = Q₁ diag(σ) Q₂ on one real irrep (Q orthogonal, drawn with seed 1) and zero elsewhere,
 plus chapter 09's own (D3, x̂[E] with singular values 2 and 1, x̂[A2] = 1.26).
