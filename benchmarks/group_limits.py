@@ -63,15 +63,16 @@ TEMPLATES = {           # name: (group, H, template options, ladder of α)
 
 
 def setting(G, H, options):
-    """``(network, (X, Y), pieces, t_end)``: the network, the data, the piece staircase and the horizon."""
+    """``(x, network, (X, Y), pieces, t_end)``: the template, the network, the data, the piece staircase and
+    the horizon."""
     x = one_irrep(G, **options)
     pieces = groups.limit_staircase(x, G, adaptive_rate=True)
-    return groups.CompositionNetwork(G, H), groups.dataset(x, G), pieces, 1.1 * float(pieces.times[-1])
+    return x, groups.CompositionNetwork(G, H), groups.dataset(x, G), pieces, 1.1 * float(pieces.times[-1])
 
 
 def flow(G, H, options, alpha):
     """Gradient flow on one template at one α, sampled on ``SAMPLES`` times to the horizon."""
-    network, data, _, t_end = setting(G, H, options)
+    _, network, data, _, t_end = setting(G, H, options)
     scale = math.log(1 / alpha)
     return gradient_flow(network, data, network.initial_theta(alpha=alpha, seed=0), t_end * scale,
                          adaptive_rate=True, rtol=1e-7, atol=1e-10, times=np.linspace(0, t_end, SAMPLES) * scale)
@@ -79,8 +80,7 @@ def flow(G, H, options, alpha):
 
 def study(G, H, options, ladder):
     """The limit study of one template (``TEMPLATES``' entries): a dict of what ``group_limits.json`` keeps."""
-    _, _, pieces, _ = setting(G, H, options)
-    x = one_irrep(G, **options)
+    x, _, _, pieces, _ = setting(G, H, options)
     start = time.perf_counter()
     measured = limits.limit_study(lambda alpha: flow(G, H, options, alpha), ladder, pieces)
     seconds = time.perf_counter() - start
