@@ -405,6 +405,7 @@ def _cannot_converge(sizes, check, target, max_cost_time):
 
 
 _RATE_DOUBLINGS = 6         # the doublings of time over which _cannot_converge measures the gradient's rate
+_FIRST_CHECK_MAX = 1e3      # GF time units: the latest first check of a cost step
 
 
 def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method, rtol, atol, cost_tol,
@@ -443,9 +444,12 @@ def _cost_phase(field, index, dirs, logn, activation_dirs, log_dormancy, method,
             return (index, *coords.split(polished), returned)
         declined = size        # Newton's method is tried again once the gradient has halved
         speed = coords.speed(state)
-        # the first check after one time unit of the flow's speed, or, after a neuron left, at twice the
-        # time spent so far (the doubling the checks follow anyway)
-        check = min(elapsed + 1.0 / max(speed, 1e-300), 2.0 * elapsed if elapsed else math.inf, max_cost_time)
+        # the first check after one time unit of the flow's speed, but no later than _FIRST_CHECK_MAX (a step
+        # that starts next to a critical point, its flow nearly still, would otherwise run to max_cost_time
+        # before its first check), or, after a neuron left, at twice the time spent so far (the doubling the
+        # checks follow anyway)
+        check = min(elapsed + min(1.0 / max(speed, 1e-300), _FIRST_CHECK_MAX), 2.0 * elapsed if elapsed else math.inf,
+                    max_cost_time)
         solver = _solver(method, coords, state, math.inf, *coords.tolerances(rtol), speed if log_chart else None)
         crossings, vanished, sizes = {}, False, []
         previous_loss, previous_size = field.loss(dirs, logn, index), None

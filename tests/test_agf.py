@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import make_regression
 
-from agf_lib import FeedForwardNetwork, alternating_gradient_flow, diagonal, modular, problems
+from agf_lib import FeedForwardNetwork, alternating_gradient_flow, diagonal, groups, modular, problems
 from agf_lib import agf as agf_module
 
 UNIT_SECOND_MOMENT_X = np.array([[1.0], [-1.0]])
@@ -287,6 +287,26 @@ def test_where_a_cost_step_ends_does_not_depend_on_the_solver():
         assert run.order == reference.order, method
         np.testing.assert_allclose(run.times, reference.times, rtol=1e-3, err_msg=method)
         np.testing.assert_allclose(run.losses, reference.losses, rtol=1e-5, err_msg=method)
+
+
+def test_a_cost_step_that_starts_next_to_a_critical_point_is_checked_within_a_thousand_time_units():
+    """Chapter 09's template with E alone (D3, singular values 2 and 1), α = 1e-12: the first neuron arrives so
+    well aligned that its cost step starts with a gradient of 3e-8 and a flow nearly still. Its first check
+    was at one time unit of that speed, past max_cost_time, so the step ran to max_cost_time (minutes at the
+    default 1e6) before the gradient rule, met long before, could end it. Checked by 1e3 at the latest, the
+    step's work no longer grows with max_cost_time, and the staircase is the same."""
+    G = groups.dihedral(3)
+    turn = np.array([[0.6, -0.8], [0.8, 0.6]])
+    blocks = [np.zeros((1, 1)), np.zeros((1, 1)), turn @ np.diag([2.0, 1.0]) @ turn.T @ np.diag([1.0, -1.0])]
+    x = groups.inverse_fourier(blocks, G)
+    network = groups.CompositionNetwork(G, 24)
+    theta0 = network.initial_theta(alpha=1e-12, seed=0)
+    runs = [alternating_gradient_flow(network, groups.dataset(x, G), theta0, adaptive_rate=True, rtol=1e-7,
+                                      atol=1e-10, cost_tol=3e-2, check_rounding=False, max_jumps=2,
+                                      max_cost_time=max_cost_time) for max_cost_time in (1e4, 1e6)]
+    assert runs[0].evaluations == runs[1].evaluations
+    np.testing.assert_array_equal(runs[0].times, runs[1].times)
+    np.testing.assert_array_equal(runs[0].losses, runs[1].losses)
 
 
 class _StubSolver:
