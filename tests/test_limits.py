@@ -14,6 +14,7 @@ import pytest
 
 from agf_lib import PrecisionWarning, alternating_gradient_flow, attention, gradient_flow, groups, limits, problems
 from agf_lib.flow import ROUNDING_TOLERANCE
+from agf_lib.results import LOG_TIME
 
 # The straight line in x = 1/log(1/α) drops the O(x²) term of the jump times: at the smallest α of a ladder
 # ending at 1e-12, x² = 1.3e-3, so a limit within 1e-3 (relative) of the closed form is what it can promise.
@@ -244,3 +245,24 @@ def test_with_a2_added_every_later_drop_merges_with_the_first_and_numerical_agf_
     np.testing.assert_allclose(agf.limit.times[1:], pieces.times[1], rtol=0.01)
     # in the limit AGF's six jumps, all at tau_1, fit more than the first piece: the merged drop
     assert agf.limit.losses[-1] < 0.5 * pieces.losses[1]
+
+
+def test_numerical_agf_on_e_alone_keeps_the_second_piece_on_time_and_merges_the_last_two():
+    """Chapter 09 (and benchmarks/group_limits.py): on the D3 template with E alone, numerical AGF (H = 24,
+    seed 0, cost_tol 3e-2, α = 1e-12) makes the drops that gradient flow's limit study measures: the loss
+    crosses the middle of the second drop (piece (1,2)) within 5% of the piece staircase's time, and of the
+    fourth ((2,2)) well before its own time, near the third ((2,1)): the two merge."""
+    G = groups.dihedral(3)
+    x = _piece_template(G, 0.0)
+    X, Y = groups.dataset(x, G)
+    network = groups.CompositionNetwork(G, 24)
+    pieces = groups.limit_staircase(x, G, adaptive_rate=True)
+    alpha = 1e-12
+    agf = alternating_gradient_flow(network, (X, Y), network.initial_theta(alpha=alpha, seed=0), adaptive_rate=True,
+                                    rtol=1e-7, atol=1e-10, cost_tol=3e-2, max_jumps=14,
+                                    check_rounding=False).in_units(LOG_TIME, alpha)
+    middles = 0.5 * (pieces.losses[:-1] + pieces.losses[1:])
+    crossings = np.array([agf.times[int(np.argmax(agf.losses < middle))] for middle in middles])
+    assert np.all(agf.losses[-1] < middles)                                   # every drop is made
+    assert abs(crossings[1] / pieces.times[2] - 1) < 0.05                      # (1,2) on time
+    assert crossings[3] < 0.7 * pieces.times[4] and crossings[3] < 1.2 * crossings[2]   # (2,2) with (2,1)
