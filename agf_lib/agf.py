@@ -17,11 +17,13 @@ Neurons start dormant. Each iteration has two steps.
   the last doubling of time it fell by less than ``cost_tol²`` of its fall so far: a loss
   approaching an infimum that no finite weights attain, chapter 06). Both are checked at times
   growing geometrically, on the flow at exactly those times, so that where a step ends depends on
-  the flow and not on the solver's steps. A step that these rules cannot end in time (its gradient
-  falling like a power of time too slowly to reach ``cost_tol`` within ``max_cost_time``, or stalled)
-  ends once the next dormant neuron would have activated (``cost_horizon="auto"``, the default). An active neuron driven back towards the origin (its norm
-  below ``dormancy_threshold``) returns to the dormant set with the state it had when it last
-  crossed the unit sphere inwards, i.e. with ``𝒮_i = c_i/η`` as in the paper's Appendix B.3. A step
+  the flow and not on the solver's steps (the first check at one time unit of the flow's initial speed,
+  and by 1e3 at the latest). A step that these rules cannot end in time (its gradient falling like a
+  power of time too slowly to reach ``cost_tol`` within ``max_cost_time``, or stalled) ends once the
+  next dormant neuron would have activated (``cost_horizon="auto"``, the default). An active neuron
+  driven back towards the origin (its norm below ``dormancy_threshold``) returns to the dormant set
+  with the state it had when it last crossed the unit sphere inwards, i.e. with ``𝒮_i = c_i/η`` as in
+  the paper's Appendix B.3. A step
   that has not converged by ``max_cost_time`` raises :class:`CostStepError`. For a network with a
   ``sign_preserving_chart`` (the diagonal network) the step integrates the logarithms of the chart
   coordinates, in which the flow's conserved quantities are linear and kept exactly, and ends with
