@@ -1,10 +1,14 @@
 """Open built pages of the book in headless Chromium and report what a reader's browser sees.
 
 `measure_page` copies a page next to itself with a probe script injected (so that every relative link
-still resolves), lets Chromium load it offline with a virtual time budget, and reads back:
+still resolves) and lets Chromium load it once, offline, with a virtual time budget, in a frame of the
+first width asked for. Once MathJax and the images are done, the probe measures the page, narrows the
+frame to the next width (the theme's layout follows its CSS breakpoints; MathJax 3 sets math without
+line breaks, so nothing is typeset again), lets it lay out and measures again. For each width it reads back:
 
 - ``errors``: uncaught exceptions, unhandled rejections, ``console.error`` calls and failed resource
-  loads, caught by a listener installed before any of the page's own scripts;
+  loads, caught by a listener installed before any of the page's own scripts (those of the one load, so
+  every width reports them all);
 - ``remote``: every resource the page requested from outside the build (``performance`` entries);
 - ``images``: for each ``<img>`` in the article, its file, figure number and label, natural and
   displayed width;
@@ -16,10 +20,11 @@ still resolves), lets Chromium load it offline with a virtual time budget, and r
 - ``code_fonts``: the font size (CSS px) of every visible code and output block;
 - ``clipped_math``: display equations wider than their box that show no scroll cue;
 - ``orphaned_punctuation``: punctuation that starts a line right after an inline formula;
-- ``dom``: the page after MathJax ran, for the math checks.
+- ``dom``: the page after MathJax ran, for the math checks (the first width's report only).
 
 Chromium's own console log (``--enable-logging=stderr``) is read as well: an "Uncaught" message there
-counts as an error even if the probe missed it.
+counts as an error even if the probe missed it. One load for every width halves the Chromium runs of
+the book test (each loads a page of up to 1.4 MB and typesets its math: about 5 core-seconds).
 """
 
 from __future__ import annotations
@@ -84,7 +89,7 @@ LATE_PROBE = """<script>
     var text = (element.textContent || "").replace(/\\s+/g, " ").trim().slice(0, 60);
     return name + " \\"" + text + "\\"";
   }
-  function measure() {
+  function measure(width) {
     var article = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
     var viewport = document.documentElement.clientWidth;
     var overflow = [];
@@ -168,7 +173,7 @@ LATE_PROBE = """<script>
     var remote = performance.getEntriesByType("resource").map(function (entry) { return entry.name; })
       .filter(function (name) { return !/^(file|data|blob|about):/.test(name); });
     var result = {
-      errors: window.__agfErrors,
+      errors: window.__agfErrors.slice(),
       remote: remote,
       images: images,
       viewport: viewport,
@@ -180,56 +185,71 @@ LATE_PROBE = """<script>
       orphaned_punctuation: orphaned_punctuation,
       overflow: overflow.concat(overlaps)
     };
-    // In a narrow frame (see measure_page), the report goes to the top document, which Chromium dumps.
-    var host = window.parent !== window ? window.parent.document : document;
+    if (first) result.dom = document.documentElement.outerHTML;
+    // The report goes to the top document (the frame page of measure_page), which Chromium dumps;
+    // "<" is escaped so that no closing tag inside it ends the element early.
+    var host = window.parent.document;
     var output = host.createElement("script");
     output.type = "application/json";
-    output.id = "%s";
-    output.textContent = JSON.stringify(result);
+    output.id = "%s-" + width;
+    output.textContent = JSON.stringify(result).replace(/</g, "\\\\u003c");
     host.body.appendChild(output);
+  }
+  // Measure at each size the frame page lists (the frame has the first), narrowing the frame in between.
+  var first = true;
+  function measureAll(sizes) {
+    measure(sizes[0][0]);
+    first = false;
+    if (sizes.length < 2) return;
+    var frame = window.frameElement;
+    frame.width = sizes[1][0];
+    frame.height = sizes[1][1];
+    setTimeout(function () { measureAll(sizes.slice(1)); }, 200);   // (headless Chromium draws no frames)
   }
   function whenReady() {
     var math = window.MathJax && MathJax.startup && MathJax.startup.promise ? MathJax.startup.promise : Promise.resolve();
     var images = Array.prototype.map.call(document.images, function (image) {
       return image.complete ? Promise.resolve() : new Promise(function (done) { image.onload = image.onerror = done; });
     });
-    Promise.all([math].concat(images)).then(function () { setTimeout(measure, 200); });
+    var sizes = window.parent.__agfSizes;
+    Promise.all([math].concat(images)).then(function () { setTimeout(function () { measureAll(sizes); }, 200); });
   }
   if (document.readyState === "complete") whenReady(); else window.addEventListener("load", whenReady);
 })();
 </script>""" % PROBE_ID
 
-# Headless Chromium does not make windows narrower than this; narrower pages are measured in a frame.
+# Headless Chromium does not make windows narrower than this; the page is measured in a frame.
 MIN_WINDOW_WIDTH = 500
-FRAME_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"></head>
+FRAME_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><script>window.__agfSizes = {sizes};</script></head>
 <body style="margin:0"><iframe src="{src}" width="{width}" height="{height}" style="border:0;display:block"></iframe></body></html>"""
 
 UNCAUGHT = re.compile(r'INFO:CONSOLE[^\]]*\] "(Uncaught [^"]*)", source: (\S+)')
 
 
-def measure_page(chromium, page, width, height, profile_dir, timeout_s=120):
-    """Open ``page`` (a built HTML file) at ``width`` × ``height`` CSS px; return the probe's report (a dict).
+def measure_page(chromium, page, sizes, profile_dir, timeout_s=120):
+    """Open ``page`` (a built HTML file) once and measure it at each ``(width, height)`` of ``sizes`` (CSS px,
+    distinct widths, in the order given; the first one's report holds ``dom``). Returns ``{width: report}``.
 
-    Raises ``RuntimeError`` when Chromium fails or the probe never reports.
+    Raises ``RuntimeError`` when Chromium fails or the probe never reports for some width.
     """
     page = Path(page)
+    sizes = [(int(width), int(height)) for width, height in sizes]
     html = page.read_text(encoding="utf-8")
     head = re.search(r"<head[^>]*>", html)
     if head is None or "</body>" not in html:
         raise RuntimeError(f"{page.name}: no <head> or </body> to put the probe in")
     probed = html[: head.end()] + EARLY_PROBE + html[head.end():]
     probed = probed.replace("</body>", LATE_PROBE + "</body>", 1)
-    copy = page.with_name(f".probe-{width}-{page.name}")
+    copy = page.with_name(f".probe-{page.name}")
     copy.write_text(probed, encoding="utf-8")
-    frame = page.with_name(f".probe-frame-{width}-{page.name}")
-    if width < MIN_WINDOW_WIDTH:
-        frame.write_text(FRAME_PAGE.format(src=copy.name, width=width, height=height), encoding="utf-8")
-        target, window = frame, (MIN_WINDOW_WIDTH, height)
-    else:
-        target, window = copy, (width, height)
+    frame = page.with_name(f".probe-frame-{page.name}")
+    width, height = sizes[0]
+    frame.write_text(FRAME_PAGE.format(sizes=json.dumps(sizes), src=copy.name, width=width, height=height),
+                     encoding="utf-8")
+    window = (max(max(w for w, _ in sizes), MIN_WINDOW_WIDTH), max(h for _, h in sizes))
     try:
         completed = subprocess.run(
-            [chromium, *FLAGS, f"--window-size={window[0]},{window[1]}", f"--user-data-dir={profile_dir}", target.as_uri()],
+            [chromium, *FLAGS, f"--window-size={window[0]},{window[1]}", f"--user-data-dir={profile_dir}", frame.as_uri()],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -239,12 +259,16 @@ def measure_page(chromium, page, width, height, profile_dir, timeout_s=120):
         copy.unlink(missing_ok=True)
         frame.unlink(missing_ok=True)
     dom = completed.stdout
-    found = re.search(rf'<script type="application/json" id="{PROBE_ID}">(.*?)</script>', dom, flags=re.DOTALL)
-    if completed.returncode != 0 or found is None:
-        raise RuntimeError(f"chromium gave no report for {page.name} (exit {completed.returncode}):\n{completed.stderr[-3000:]}")
-    report = json.loads(found.group(1))
-    for message, source in UNCAUGHT.findall(completed.stderr):
-        if not any(message in error for error in report["errors"]):
-            report["errors"].append(f"{message} at {source}")
-    report["dom"] = dom[: found.start()]
-    return report
+    uncaught = UNCAUGHT.findall(completed.stderr)
+    reports = {}
+    for width, _ in sizes:
+        found = re.search(rf'<script type="application/json" id="{PROBE_ID}-{width}">(.*?)</script>', dom, flags=re.DOTALL)
+        if completed.returncode != 0 or found is None:
+            raise RuntimeError(f"chromium gave no report for {page.name} at {width} px (exit {completed.returncode}):\n"
+                               f"{completed.stderr[-3000:]}")
+        report = json.loads(found.group(1))
+        for message, source in uncaught:
+            if not any(message in error for error in report["errors"]):
+                report["errors"].append(f"{message} at {source}")
+        reports[width] = report
+    return reports

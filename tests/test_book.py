@@ -652,26 +652,21 @@ BROWSER_PAGES = toc_files() + ["genindex"]
 
 @pytest.fixture(scope="session")
 def browser_reports(book_build, tmp_path_factory):
-    """{(page, width): Chromium's report} for every built page, at a desktop and a phone width."""
+    """{(page, width): Chromium's report} for every built page, at a desktop and a phone width (one load of
+    each page measured at both, tests/book_browser.py)."""
     chromium = find_chromium()
     if chromium is None:
         return None
     _, _, html = book_build
     profiles = tmp_path_factory.mktemp("chromium")
-    jobs = [
-        (page, size)
-        for page in BROWSER_PAGES
-        if (html / f"{page}.html").is_file()
-        for size in (DESKTOP, PHONE)
-    ]
+    pages = [page for page in BROWSER_PAGES if (html / f"{page}.html").is_file()]
 
-    def measure(job):
-        page, (width, height) = job
-        profile = profiles / f"{page.replace('/', '_')}-{width}"
-        return job, measure_page(chromium, html / f"{page}.html", width, height, profile, BROWSER_TIMEOUT_S)
+    def measure(page):
+        profile = profiles / page.replace("/", "_")
+        return page, measure_page(chromium, html / f"{page}.html", (DESKTOP, PHONE), profile, BROWSER_TIMEOUT_S)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return {(page, size[0]): report for (page, size), report in pool.map(measure, jobs)}
+        return {(page, width): report for page, reports in pool.map(measure, pages) for width, report in reports.items()}
 
 
 def report_for(browser_reports, book_build, page, width):
