@@ -51,9 +51,12 @@ drop moves onto an earlier one as α → 0. Limit studies of gradient flow (``te
 :func:`agf_lib.limits.limit_study`) find, for ``x̂[E]`` with singular values 2 and 1: on ``D3`` and ``D5``
 with ``E`` alone, pieces (1,1), (1,2) and (2,1) at the piece staircase's times (within 2% and 6%), and (2,2) a fixed time
 after (2,1), merged with it; on ``D3`` with ``x̂[A2] = 1.26`` added (chapter 09's template), every drop after
-the first merged with the first. No rule derived here says which pieces merge; the limit of what AGF's cost
-steps fit is computed by :func:`agf_lib.limits.agf_limit` (chapter 09's template: every jump of numerical
-AGF extrapolates to the first). The levels of the piece staircase hold at every α wherever its plateaus last.
+the first merged with the first. With E alone every neuron is active after the first drop, and (2,1) and (2,2)
+grow inside the active neurons as one unstable mode of the flow linearized at the fit of (1,1) and (1,2)
+(:func:`agf_lib.limits.growth_rates`): from that rate chapter 09 predicts the third drop's limit within 5% on
+every template of ``benchmarks/group_limits.py``. No closed form here gives that rate, nor says which pieces
+merge elsewhere; the limit of what AGF's cost steps fit is computed by :func:`agf_lib.limits.agf_limit`
+(chapter 09's template: every jump of numerical AGF extrapolates to the first). The levels of the piece staircase hold at every α wherever its plateaus last.
 ``benchmarks/group_limits.py`` runs such studies on more templates (A4's three-dimensional irrep among them).
 
 

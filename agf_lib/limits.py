@@ -22,6 +22,13 @@ loss depends on float64 rounding (its ``resolved_until``, from the rounding chec
 :func:`agf_lib.gradient_flow`) contributes no jump past that time: the study refuses what lies below the
 resolution floor instead of extrapolating rounding.
 
+**Drops carried by the active neurons.** Where every neuron is active after the first jump, a later drop
+is carried by a perturbation of the active network: at a plateau, gradient flow sits near a saddle, and a
+small mode along an unstable direction of the linearized flow grows like ``e^{μt}`` (:func:`growth_rates`).
+A mode of amplitude ``α^e`` (``e`` in units of ``log(1/α)``) at the plateau's start reaches order one at
+rescaled time ``τ + e/μ``, whatever α: the α → 0 time of the drop it carries (chapter 09, pieces of an irrep
+learned inside the active neurons).
+
 The runs are independent and go through ``joblib.Parallel``: ``n_jobs`` processes here, or a Dask
 cluster through joblib's dask backend (``with joblib.parallel_config("dask"): limit_study(...)`` after
 starting a ``dask.distributed.Client``).
@@ -35,10 +42,13 @@ from dataclasses import dataclass
 import numpy as np
 from joblib import Parallel, delayed
 
+from ._engine import check_network, unpack_data
 from .results import LOG_TIME, Staircase, TimeUnit, Trajectory
-from .validation import real_array
+from .validation import check_bool, check_positive, real_array
 
-__all__ = ["LimitStudy", "limit_study", "agf_limit"]
+__all__ = ["LimitStudy", "limit_study", "agf_limit", "growth_rates"]
+
+MAX_JACOBIAN_SIZE = 4000   # growth_rates builds a dense Jacobian of this many rows at most
 
 
 @dataclass(frozen=True)
@@ -283,3 +293,71 @@ def agf_limit(run, alphas=(1e-12, 1e-24), *, time_unit=LOG_TIME, n_jobs=1):
             raise ValueError(f"AGF activates other neurons at alpha = {alpha:g} ({list(results[alpha].order)}) "
                              f"than at {smallest:g} ({list(reference.order)}): the runs do not follow one staircase")
     return limit_study(results.__getitem__, list(results), reference)
+
+
+def growth_rates(network, data, theta, *, eta=1.0, adaptive_rate=False, relative_step=1e-6):
+    """Rates at which small perturbations of ``theta`` grow under gradient flow: the eigenvalues of the
+    Jacobian of the flow's vector field ``θ̇_i = η‖θ_i‖^{2−κ} ∇U_i(θ_i; y − f)`` (``η`` alone without the
+    adaptive rate), by decreasing real part.
+
+    At a plateau, ``theta`` lies near a saddle of the loss; a perturbation along an eigenvector of
+    eigenvalue ``μ`` (real part positive) grows like ``e^{μt}``, so a mode of amplitude ``α^e`` reaches
+    order one after ``e log(1/α)/μ`` of GF time, ``e/μ`` in ``t/log(1/α)`` (module docstring). For a linear
+    network ``Σ_i a_i w_iᵀx`` with ``E[xxᵀ] = I`` that has learned the top singular mode of ``E[yxᵀ]``, the
+    largest rate is the second singular value: the saddle-to-saddle rate of Saxe et al.
+
+    The Jacobian is built by central differences of the closed-form gradient (``2HP`` gradient
+    evaluations), with steps ``relative_step`` times the largest entry of ``theta``.
+
+    Parameters
+    ----------
+    network : TwoLayerNetwork
+        The network (``H`` neurons of ``P`` parameters, ``HP`` at most ``MAX_JACOBIAN_SIZE``).
+    data : tuple
+        The pair ``(X, y)``, as for :func:`agf_lib.gradient_flow`.
+    theta : (H, P) array
+        Where to linearize, every row nonzero with the adaptive rate and κ > 2.
+    eta : float, default 1.0
+        The learning rate.
+    adaptive_rate : bool, default False
+        The neuron-wise rate ``η‖θ_i‖^{2−κ}`` of :func:`agf_lib.gradient_flow`.
+    relative_step : float, default 1e-6
+        The finite-difference step, relative to ``max |θ|``.
+
+    Returns
+    -------
+    (HP,) complex array
+        The eigenvalues, by decreasing real part.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If the network, data or ``theta`` do not fit (as for :func:`agf_lib.gradient_flow`), ``HP`` exceeds
+        ``MAX_JACOBIAN_SIZE``, or a row of ``theta`` is zero where the adaptive rate divides by its norm.
+    """
+    network = check_network(network)
+    X, y = unpack_data(network, data)
+    theta = network.check_theta(theta)
+    eta = check_positive(eta, "eta")
+    adaptive_rate = check_bool(adaptive_rate, "adaptive_rate")
+    relative_step = check_positive(relative_step, "relative_step")
+    if theta.size > MAX_JACOBIAN_SIZE:
+        raise ValueError(f"theta has {theta.size} entries; growth_rates builds a dense Jacobian of at most "
+                         f"MAX_JACOBIAN_SIZE = {MAX_JACOBIAN_SIZE} rows")
+    power = 2.0 - network.kappa if adaptive_rate else 0.0
+    if power < 0 and not np.all(np.linalg.norm(theta, axis=1) > 0):
+        raise ValueError("theta has a zero row, where the adaptive rate η‖θ_i‖^{2−κ} is infinite")
+
+    def field(point):
+        rates = eta * np.linalg.norm(point, axis=1, keepdims=True) ** power
+        return (rates * network.utility_gradient(point, X, y - network(point, X))[1]).ravel()
+
+    h = relative_step * float(np.abs(theta).max())
+    flat = theta.ravel()
+    jacobian = np.empty((flat.size, flat.size))
+    for k in range(flat.size):
+        step = np.zeros_like(flat)
+        step[k] = h
+        jacobian[:, k] = (field((flat + step).reshape(theta.shape)) - field((flat - step).reshape(theta.shape))) / (2 * h)
+    eigenvalues = np.linalg.eigvals(jacobian)
+    return eigenvalues[np.argsort(-eigenvalues.real, kind="stable")]

@@ -9,6 +9,14 @@ template: the pieces of each step, the piece staircase's times, the measured lim
 which drops the limit merges (within 10% of the one before). These and the fits' residuals, each run's
 crossings and the levels are kept in ``group_limits.json`` next to this file, which chapter 09 loads.
 
+For the templates with E alone it also predicts the limit of the third drop from a mode of the active network
+(``mode_time``): every neuron is active after the first jump, and pieces (2,1) and (2,2) grow inside them as one
+unstable mode of the flow linearized at the fit of (1,1) and (1,2). Until (1,2) is fitted that mode grows at
+the rate of piece (2,1)'s utility, 1/τ₂₁ in t/log(1/α), from amplitude α, so it holds α^e with e = 1 − τ₁₂/τ₂₁
+when (1,2) is fitted at τ₁₂; then it grows at the largest rate μ of the linearized flow
+(``limits.growth_rates``, at the plateau between the second and third drops of the run at α = 1e-12) and
+reaches order one at τ₁₂ + e/μ.
+
 The templates: x̂[ρ] = Q₁ diag(σ) Q₂ on one real irrep (Q orthogonal, drawn with seed 1) and zero elsewhere,
 plus chapter 09's own (D3, x̂[E] with singular values 2 and 1, x̂[A2] = 1.26).
 
@@ -70,12 +78,26 @@ def setting(G, H, options):
     return x, groups.CompositionNetwork(G, H), groups.dataset(x, G), pieces, 1.1 * float(pieces.times[-1])
 
 
-def flow(G, H, options, alpha):
+def flow(G, H, options, alpha, record_params=False):
     """Gradient flow on one template at one α, sampled on ``SAMPLES`` times to the horizon."""
     _, network, data, _, t_end = setting(G, H, options)
     scale = math.log(1 / alpha)
     return gradient_flow(network, data, network.initial_theta(alpha=alpha, seed=0), t_end * scale,
-                         adaptive_rate=True, rtol=1e-7, atol=1e-10, times=np.linspace(0, t_end, SAMPLES) * scale)
+                         adaptive_rate=True, rtol=1e-7, atol=1e-10, times=np.linspace(0, t_end, SAMPLES) * scale,
+                         record_params=record_params)
+
+
+def mode_time(G, H, options, alpha=1e-12):
+    """``(τ₁₂ + e/μ, μ)``: the third drop's α → 0 time predicted from the unstable mode at the second plateau of the
+    run at ``alpha`` (module docstring), for a template with E alone."""
+    _, network, data, pieces, _ = setting(G, H, options)
+    t12, t21 = pieces.times[2:4]
+    run = flow(G, H, options, alpha, record_params=True)
+    times = run.in_units(pieces.time_unit, alpha).times
+    middles = [0.5 * (pieces.losses[k - 1] + pieces.losses[k]) for k in (2, 3)]
+    plateau = np.mean([times[np.argmax(run.losses < middle)] for middle in middles])
+    mu = limits.growth_rates(network, data, run.params[np.searchsorted(times, plateau)], adaptive_rate=True)[0].real
+    return float(t12 + (1 - t12 / t21) / mu), float(mu)
 
 
 def study(G, H, options, ladder):
@@ -88,7 +110,8 @@ def study(G, H, options, ladder):
              for step in groups.learning_steps(x, G)]
     times = measured.limit.times
     merged = [k for k in range(2, times.size) if times[k] < 1.1 * times[k - 1]]
-    return dict(group=G.name, H=H, steps=steps, piece_times=pieces.times.tolist(), levels=pieces.losses.tolist(),
+    mode = mode_time(G, H, options) if options.get("a2") is None and options["dim"] == 2 else (None, None)
+    return dict(mode_time=mode[0], mode_rate=mode[1], group=G.name, H=H, steps=steps, piece_times=pieces.times.tolist(), levels=pieces.losses.tolist(),
                 limit_times=times.tolist(), time_errors=measured.time_errors.tolist(),
                 residuals=measured.residuals.tolist(), limit_levels=measured.limit.losses.tolist(),
                 refused=list(measured.refused), merged_drops=merged, seconds=seconds, ladder=list(ladder),
@@ -105,6 +128,8 @@ def main():
         print(f"  measured limit:  {np.round(r['limit_times'][1:], 3).tolist()}")
         print(f"  error bars:      {np.round(r['time_errors'], 3).tolist()}")
         print(f"  drops merged with the one before (within 10%): {r['merged_drops']}")
+        if r["mode_time"] is not None:
+            print(f"  third drop from the mode at the second plateau: {r['mode_time']:.3f} (rate {r['mode_rate']:.4f})")
     OUT.write_text(json.dumps(results, indent=1))
     print(f"\nsaved {OUT}")
 
