@@ -55,8 +55,11 @@ the first merged with the first. With E alone every neuron is active after the f
 grow inside the active neurons as one unstable mode of the flow linearized at the fit of (1,1) and (1,2)
 (:func:`agf_lib.limits.growth_rates`): from that rate chapter 09 predicts the third drop's limit within 5% on
 every template of ``benchmarks/group_limits.py``. No closed form here gives that rate, nor says which pieces
-merge elsewhere; the limit of what AGF's cost steps fit is computed by :func:`agf_lib.limits.agf_limit`
-(chapter 09's template: every jump of numerical AGF extrapolates to the first). The levels of the piece staircase hold at every α wherever its plateaus last.
+merge elsewhere (on A4's three-dimensional irrep with σ = (3, 2, 1), all nine). The library's α → 0 staircase of
+a group template is computed from what AGF's cost steps fit: numerical AGF read against these levels and
+extrapolated, ``limits.agf_limit(run, alphas, reference=limit_staircase(...))``. It agrees with gradient flow's
+limit to 1% on chapter 09's template and on A4's (``benchmarks/group_agf_limits.py``); with E alone it does not,
+as AGF's cost steps between activations follow the modes of the active neurons only in part. The levels of the piece staircase hold at every α wherever its plateaus last.
 ``benchmarks/group_limits.py`` runs such studies on more templates (A4's three-dimensional irrep among them).
 
 

@@ -238,7 +238,23 @@ def limit_study(run, alphas, reference, *, n_jobs=1):
                       raw_times=np.array([f[0] for f in fits]), reference=reference, refused=refused)
 
 
-def agf_limit(run, alphas=(1e-12, 1e-24), *, time_unit=LOG_TIME, n_jobs=1):
+class _AsSteps:
+    """``run(alpha)``'s staircase as a trajectory whose loss steps down at each jump (picklable for joblib)."""
+
+    def __init__(self, run):
+        self.run = run
+
+    def __call__(self, alpha):
+        staircase = self.run(alpha)
+        if not isinstance(staircase, Staircase):
+            raise TypeError(f"run(alpha) must return a Staircase, got {type(staircase).__name__}")
+        times, losses = staircase.times, staircase.losses
+        end = 2.0 * times[-1] + 1.0
+        return Trajectory(np.append(np.repeat(times, 2)[1:], end), np.append(np.repeat(losses, 2)[:-1], losses[-1]),
+                          time_unit=staircase.time_unit, resolved_until=staircase.resolved_until)
+
+
+def agf_limit(run, alphas=(1e-12, 1e-24), *, time_unit=LOG_TIME, reference=None, n_jobs=1):
     """The α → 0 limit of numerical AGF (:func:`agf_lib.alternating_gradient_flow`), by a limit study of its runs.
 
     With the adaptive rate (or κ = 2) a dormant neuron's direction flow does not involve its norm, and its
@@ -258,6 +274,12 @@ def agf_limit(run, alphas=(1e-12, 1e-24), *, time_unit=LOG_TIME, n_jobs=1):
         Two or more initialization scales in ``(0, 1)``, above the resolution floor of the problem.
     time_unit : TimeUnit or str, default LOG_TIME
         The rescaled unit of the limit (``t·α^k`` for the plain rate, κ = k + 2).
+    reference : Staircase, optional
+        Read each run against these levels instead, as :func:`limit_study` reads gradient flow: each run's
+        loss, a step function of time, crossing the middle of each of the reference's drops (its unit is
+        the limit's). The runs then need not activate the same neurons in the same order, only fit the
+        same levels: where many neurons share a feature, which of them activates first changes with α
+        (chapter 09's groups, where this is how the library computes the limit of AGF's cost steps).
     n_jobs : int, default 1
         As for :func:`limit_study`.
 
@@ -265,12 +287,13 @@ def agf_limit(run, alphas=(1e-12, 1e-24), *, time_unit=LOG_TIME, n_jobs=1):
     -------
     LimitStudy
         Its ``limit`` is the α → 0 staircase (levels of the smallest α, ``level_errors`` the change from the
-        next); its ``reference`` is the run at the smallest α, converted to ``time_unit``.
+        next); its ``reference`` is the run at the smallest α, converted to ``time_unit``, or ``reference``.
 
     Raises
     ------
     ValueError
-        If the runs do not activate the same neurons in the same order, or as for :func:`limit_study`.
+        If the runs do not activate the same neurons in the same order (without ``reference``), or as for
+        :func:`limit_study`.
     TypeError
         If ``run`` does not return a Staircase, or as for :func:`limit_study`.
     """
@@ -279,6 +302,10 @@ def agf_limit(run, alphas=(1e-12, 1e-24), *, time_unit=LOG_TIME, n_jobs=1):
     alphas = real_array(alphas, "alphas", "a sequence of numbers in (0, 1)")
     if alphas.ndim != 1 or np.unique(alphas).size < 2 or not np.all((alphas > 0) & (alphas < 1)):
         raise ValueError(f"alphas must hold two or more distinct values in (0, 1), got {alphas.tolist()}")
+    if reference is not None:
+        if not isinstance(reference, Staircase):
+            raise TypeError(f"reference must be a Staircase, got {type(reference).__name__}")
+        return limit_study(_AsSteps(run), alphas, reference, n_jobs=n_jobs)
     smallest = float(alphas.min())
     others = [float(alpha) for alpha in np.unique(alphas) if alpha != smallest]
     ladder = [smallest] + others

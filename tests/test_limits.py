@@ -15,7 +15,7 @@ import pytest
 from agf_lib import PrecisionWarning, alternating_gradient_flow, attention, gradient_flow, groups, limits, problems
 from agf_lib.flow import ROUNDING_TOLERANCE
 from agf_lib.network import FeedForwardNetwork
-from agf_lib.results import LOG_TIME
+from agf_lib.results import LOG_TIME, Staircase, Trajectory
 
 # The straight line in x = 1/log(1/α) drops the O(x²) term of the jump times: at the smallest α of a ladder
 # ending at 1e-12, x² = 1.3e-3, so a limit within 1e-3 (relative) of the closed form is what it can promise.
@@ -178,6 +178,27 @@ def test_agfs_rounding_check_is_silent_at_alpha_1e_6_and_flags_the_attention_run
     assert flagged.resolved_until == flagged.times[2]
 
 
+def _steps_at(alpha):
+    """A staircase in GF time with jumps at τ log(1/α) + c (τ = 1, 2; c = 3, 5), whose neurons come in another
+    order below α = 1e-9."""
+    scale = math.log(1 / alpha)
+    return Staircase([0.0, scale + 3.0, 2 * scale + 5.0], [1.0, 0.5, 0.0], [7, 3] if alpha > 1e-9 else [3, 7])
+
+
+def test_agf_limit_against_a_reference_reads_its_levels_whatever_the_order():
+    reference = Staircase([0.0, 1.0, 2.0], [1.0, 0.5, 0.0], ["first", "second"], time_unit=LOG_TIME)
+    with pytest.raises(ValueError, match="other neurons"):
+        limits.agf_limit(_steps_at, (1e-6, 1e-12))
+    study = limits.agf_limit(_steps_at, (1e-6, 1e-9, 1e-12), reference=reference)
+    np.testing.assert_allclose(study.limit.times, [0.0, 1.0, 2.0], atol=1e-12)     # linear in 1/log(1/α)
+    np.testing.assert_allclose(study.jump_times[-1], [1 + 3 / math.log(1e12), 2 + 5 / math.log(1e12)], rtol=1e-12)
+    np.testing.assert_allclose(study.limit.losses, [1.0, 0.5, 0.0])
+    with pytest.raises(TypeError, match="reference must be a Staircase"):
+        limits.agf_limit(_steps_at, (1e-6, 1e-12), reference="pieces")
+    with pytest.raises(TypeError, match="must return a Staircase"):
+        limits.agf_limit(lambda alpha: Trajectory([0.0, 1.0], [1.0, 0.0]), (1e-6, 1e-12), reference=reference)
+
+
 def test_agf_limit_extrapolates_agf_and_stops_at_its_floor():
     problem = problems.get("attention")
     study = limits.agf_limit(lambda alpha: _agf("attention", alpha, check_rounding=True, max_jumps=4), (1e-4, 1e-6))
@@ -298,13 +319,21 @@ def test_with_a2_added_every_later_drop_merges_with_the_first_and_numerical_agf_
     assert np.all(pieces.times[2:] > 1.9 * pieces.times[1])                        # where the pieces put them
     X, Y = groups.dataset(x, G)
     network = groups.CompositionNetwork(G, 24)
-    agf = limits.agf_limit(lambda alpha: alternating_gradient_flow(
-        network, (X, Y), network.initial_theta(alpha=alpha, seed=0), adaptive_rate=True, rtol=1e-7, atol=1e-10,
-        cost_tol=3e-2, max_jumps=6, check_rounding=True), (1e-6, 1e-12))
-    assert agf.refused == () and agf.limit.num_jumps == 6
-    np.testing.assert_allclose(agf.limit.times[1:], pieces.times[1], rtol=0.01)
-    # in the limit AGF's six jumps, all at tau_1, fit more than the first piece: the merged drop
-    assert agf.limit.losses[-1] < 0.5 * pieces.losses[1]
+
+    def agf(alpha, max_jumps=None):
+        return alternating_gradient_flow(network, (X, Y), network.initial_theta(alpha=alpha, seed=0),
+                                         adaptive_rate=True, rtol=1e-7, atol=1e-10, cost_tol=3e-2,
+                                         max_jumps=max_jumps, check_rounding=max_jumps is not None)
+    # neuron by neuron: AGF's first six jumps (the same neurons at both alpha) all extrapolate to tau_1
+    by_neuron = limits.agf_limit(lambda alpha: agf(alpha, 6), (1e-6, 1e-12))
+    assert by_neuron.refused == () and by_neuron.limit.num_jumps == 6
+    np.testing.assert_allclose(by_neuron.limit.times[1:], pieces.times[1], rtol=0.01)
+    # read against the piece levels (the library's alpha -> 0 staircase of groups): every drop at tau_1, and
+    # the last level is gradient flow's to 1e-3 of the initial loss
+    by_level = limits.agf_limit(agf, (1e-6, 1e-12), reference=pieces)
+    assert by_level.limit.num_jumps == 5
+    np.testing.assert_allclose(by_level.limit.times[1:], study.limit.times[1:], rtol=0.01)
+    assert abs(by_level.limit.losses[-1] - study.limit.losses[-1]) < 1e-3 * pieces.losses[0]
 
 
 def test_numerical_agf_on_e_alone_keeps_the_second_piece_on_time_and_merges_the_last_two():
