@@ -250,8 +250,9 @@ class _AsSteps:
             raise TypeError(f"run(alpha) must return a Staircase, got {type(staircase).__name__}")
         times, losses = staircase.times, staircase.losses
         end = 2.0 * times[-1] + 1.0
-        return Trajectory(np.append(np.repeat(times, 2)[1:], end), np.append(np.repeat(losses, 2)[:-1], losses[-1]),
-                          time_unit=staircase.time_unit, resolved_until=staircase.resolved_until)
+        steps_t = np.append(np.repeat(times, 2)[1:], end)             # each jump time twice: before and after
+        steps_loss = np.append(np.repeat(losses, 2)[:-1], losses[-1])
+        return Trajectory(steps_t, steps_loss, time_unit=staircase.time_unit, resolved_until=staircase.resolved_until)
 
 
 def agf_limit(run, alphas=(1e-12, 1e-24), *, time_unit=LOG_TIME, reference=None, n_jobs=1):
@@ -331,7 +332,7 @@ def growth_rates(network, data, theta, *, eta=1.0, adaptive_rate=False, relative
     eigenvalue ``μ`` (real part positive) grows like ``e^{μt}``, so a mode of amplitude ``α^e`` reaches
     order one after ``e log(1/α)/μ`` of GF time, ``e/μ`` in ``t/log(1/α)`` (module docstring). For a linear
     network ``Σ_i a_i w_iᵀx`` with ``E[xxᵀ] = I`` that has learned the top singular mode of ``E[yxᵀ]``, the
-    largest rate is the second singular value: the saddle-to-saddle rate of Saxe et al.
+    largest rate is ``η`` times the second singular value (``tests/test_limits.py``).
 
     The Jacobian is built by central differences of the closed-form gradient (``2HP`` gradient
     evaluations), with steps ``relative_step`` times the largest entry of ``theta``.
@@ -339,11 +340,11 @@ def growth_rates(network, data, theta, *, eta=1.0, adaptive_rate=False, relative
     Parameters
     ----------
     network : TwoLayerNetwork
-        The network (``H`` neurons of ``P`` parameters, ``HP`` at most ``MAX_JACOBIAN_SIZE``).
+        The network (``H`` neurons of ``P`` parameters, ``HP`` at most ``MAX_JACOBIAN_SIZE`` = 4000).
     data : tuple
         The pair ``(X, y)``, as for :func:`agf_lib.gradient_flow`.
     theta : (H, P) array
-        Where to linearize, every row nonzero with the adaptive rate and κ > 2.
+        Where to linearize: not all zero, and every row nonzero with the adaptive rate and κ > 2.
     eta : float, default 1.0
         The learning rate.
     adaptive_rate : bool, default False
@@ -360,7 +361,7 @@ def growth_rates(network, data, theta, *, eta=1.0, adaptive_rate=False, relative
     ------
     TypeError, ValueError
         If the network, data or ``theta`` do not fit (as for :func:`agf_lib.gradient_flow`), ``HP`` exceeds
-        ``MAX_JACOBIAN_SIZE``, or a row of ``theta`` is zero where the adaptive rate divides by its norm.
+        ``MAX_JACOBIAN_SIZE``, ``theta`` is zero, or a row of it is zero where the adaptive rate divides by its norm.
     """
     network = check_network(network)
     X, y = unpack_data(network, data)
@@ -371,6 +372,8 @@ def growth_rates(network, data, theta, *, eta=1.0, adaptive_rate=False, relative
     if theta.size > MAX_JACOBIAN_SIZE:
         raise ValueError(f"theta has {theta.size} entries; growth_rates builds a dense Jacobian of at most "
                          f"MAX_JACOBIAN_SIZE = {MAX_JACOBIAN_SIZE} rows")
+    if not np.any(theta):
+        raise ValueError("theta must have a nonzero entry: the finite-difference steps are relative to its size")
     power = 2.0 - network.kappa if adaptive_rate else 0.0
     if power < 0 and not np.all(np.linalg.norm(theta, axis=1) > 0):
         raise ValueError("theta has a zero row, where the adaptive rate η‖θ_i‖^{2−κ} is infinite")
@@ -385,6 +388,7 @@ def growth_rates(network, data, theta, *, eta=1.0, adaptive_rate=False, relative
     for k in range(flat.size):
         step = np.zeros_like(flat)
         step[k] = h
-        jacobian[:, k] = (field((flat + step).reshape(theta.shape)) - field((flat - step).reshape(theta.shape))) / (2 * h)
+        ahead, behind = (flat + step).reshape(theta.shape), (flat - step).reshape(theta.shape)
+        jacobian[:, k] = (field(ahead) - field(behind)) / (2 * h)
     eigenvalues = np.linalg.eigvals(jacobian)
     return eigenvalues[np.argsort(-eigenvalues.real, kind="stable")]

@@ -302,6 +302,8 @@ def test_growth_rates_rejects_what_it_cannot_linearize():
         limits.growth_rates(network, data, theta[:2])
     with pytest.raises(ValueError, match="relative_step"):
         limits.growth_rates(network, data, theta, relative_step=0.0)
+    with pytest.raises(ValueError, match="nonzero entry"):
+        limits.growth_rates(network, data, np.zeros_like(theta))
     with pytest.raises(ValueError, match="MAX_JACOBIAN_SIZE"):
         limits.growth_rates(FeedForwardNetwork(100, 60, 4), (data[0] @ np.ones((4, 100)), data[1]),
                             np.ones((60, 104)))
