@@ -12,7 +12,8 @@ each to α → 0 by a straight line in the variable in which the finite-α corre
   ``τ + c x``.
 
 The intercept is the measured limit, its standard error (from the fit's residuals, with three or more
-α) the error bar, and the root-mean-square residual says whether the straight line fits. Plateau losses
+α) the error bar, and the root-mean-square residual says whether the straight line fits
+(:meth:`LimitStudy.poor_fits` lists the jumps where it does not). Plateau losses
 converge differently, like a power of α (mid-plateau, the mode that comes next has grown from α^c, and
 the loss has not quite settled), with a power that depends on the spectrum; no straight line fits them.
 The study reports the level of the smallest α and, as its error bar, the change from the next smallest
@@ -98,6 +99,22 @@ class LimitStudy:
     raw_times: np.ndarray
     reference: Staircase
     refused: tuple
+
+    def poor_fits(self, rtol=0.01):
+        """The jumps (numbered from 1) whose straight line misses its points by more than ``rtol`` of the
+        measured time (root-mean-square residual): there the ladder's larger α are not yet in the regime
+        where the correction is linear, and the intercept is not the limit. Drop the largest α or add smaller
+        ones. (With two α the line passes through both points, and nothing is flagged.)
+
+        On A4's three-dimensional irrep (chapter 09) a ladder from 1e-12 put the last three drops at 2.83, 3.21
+        and 3.21, the first two with residuals of 5% and 8% of those times; from 1e-24 on, every drop lies at
+        the first's 2.316.
+        """
+        if not (isinstance(rtol, (int, float, np.integer, np.floating)) and not isinstance(rtol, bool)
+                and 0 < rtol < 1):
+            raise ValueError(f"rtol must be a number in (0, 1), got {rtol!r}")
+        return [k + 1 for k, (residual, time) in enumerate(zip(self.residuals, self.limit.times[1:]))
+                if residual > rtol * time]
 
     def table(self):
         """A :class:`pandas.DataFrame`, one row per jump: the reference's time, the measured limit, its error

@@ -70,6 +70,24 @@ def test_a_limit_study_of_a_closed_form_at_finite_alpha_recovers_its_limit_in_ei
     assert np.all(study.residuals < 1e-8 * limit.times[-1])   # exactly linear in alpha: tau + c*alpha
 
 
+def _curved(alpha):
+    """Jumps at τ + c x (τ = 1) and τ + c x + d x² (τ = 2, d = 150) in x = 1/log(1/α), in GF time."""
+    scale = math.log(1 / alpha)
+    x = 1 / scale
+    return Staircase([0.0, (1 + 3 * x) * scale, (2 + 5 * x + 150 * x * x) * scale], [1.0, 0.5, 0.0], [0, 1])
+
+
+def test_poor_fits_flags_the_jump_whose_line_misses_its_points():
+    reference = Staircase([0.0, 1.0, 2.0], [1.0, 0.5, 0.0], ["a", "b"], time_unit=LOG_TIME)
+    study = limits.limit_study(_curved, [1e-6, 1e-12, 1e-24], reference)
+    assert study.limit.times[1] == pytest.approx(1.0, abs=1e-12)       # linear: exact, and not flagged
+    assert study.limit.times[2] < 0.9 * 2.0                           # curved: the intercept misses the limit
+    assert study.poor_fits() == [2] and study.poor_fits(rtol=0.05) == []
+    assert limits.limit_study(_curved, [1e-6, 1e-12], reference).poor_fits() == []   # two points: a line
+    with pytest.raises(ValueError, match="rtol"):
+        study.poor_fits(rtol=0.0)
+
+
 def test_parallel_runs_give_the_same_study_as_one_process():
     problem = problems.get("diagonal")
     one = limits.limit_study(problem.closed_form, [1e-3, 1e-6, 1e-9], problem.limit)
