@@ -17,7 +17,7 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from agf_lib import problems  # noqa: E402
+from agf_lib import groups, problems  # noqa: E402
 
 
 def not_a_count(name, value):
@@ -39,6 +39,14 @@ def make_regression(seed, n, d, correlation=0.0, noise=0.1):
     beta = rng.normal(size=d)
     y = X @ beta + noise * rng.normal(size=n)
     return X, y
+
+
+def piece_template(G, a2=0.0, sigma=(2.0, 1.0)):
+    """Chapter 09's templates on a dihedral group ``G``: ``x̂[E] = R diag(σ) Rᵀ diag(1, −1)`` on the first
+    two-dimensional irrep (``R`` the rotation with cosine 0.6), ``x̂[A2] = a2``, zero elsewhere."""
+    turn = np.array([[0.6, -0.8], [0.8, 0.6]])
+    blocks = [np.zeros((1, 1)), np.full((1, 1), a2), turn @ np.diag(sigma) @ turn.T @ np.diag([1.0, -1.0])]
+    return groups.inverse_fourier(blocks + [np.zeros((2, 2))] * (len(G.dims) - 3), G)
 
 
 def _problem_data(name):

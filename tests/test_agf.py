@@ -11,7 +11,7 @@ import types
 
 import numpy as np
 import pytest
-from conftest import make_regression
+from conftest import make_regression, piece_template
 
 from agf_lib import FeedForwardNetwork, alternating_gradient_flow, diagonal, groups, modular, problems
 from agf_lib import agf as agf_module
@@ -296,9 +296,7 @@ def test_a_cost_step_that_starts_next_to_a_critical_point_is_checked_within_a_th
     default 1e6) before the gradient rule, met long before, could end it. Checked by 1e3 at the latest, the
     step's work no longer grows with max_cost_time, and the staircase is the same."""
     G = groups.dihedral(3)
-    turn = np.array([[0.6, -0.8], [0.8, 0.6]])
-    blocks = [np.zeros((1, 1)), np.zeros((1, 1)), turn @ np.diag([2.0, 1.0]) @ turn.T @ np.diag([1.0, -1.0])]
-    x = groups.inverse_fourier(blocks, G)
+    x = piece_template(G)
     network = groups.CompositionNetwork(G, 24)
     theta0 = network.initial_theta(alpha=1e-12, seed=0)
     runs = [alternating_gradient_flow(network, groups.dataset(x, G), theta0, adaptive_rate=True, rtol=1e-7,

@@ -19,6 +19,7 @@ from scipy.optimize import minimize
 
 from agf_lib import FeedForwardNetwork, alternating_gradient_flow, dft, gradient_flow, groups, problems
 from agf_lib.results import GF_TIME, LOG_TIME, Staircase
+from conftest import piece_template
 from independent import rescaled_escape_limit, time_to_norm_one
 
 GROUPS = {
@@ -581,10 +582,8 @@ def test_utility_of_what_remains_is_the_largest_remaining_piece_utility(name, k)
 
 def test_unequal_singular_values_split_a_class_into_steps_and_equal_ones_do_not():
     G = groups.dihedral(3)
-    rotation = np.array([[0.6, -0.8], [0.8, 0.6]])
     for sigma, expected in (((2.0, 1.0), 4), ((1.5, 1.5), 1)):
-        block = rotation @ np.diag(sigma) @ rotation.T @ np.array([[1.0, 0.0], [0.0, -1.0]])
-        x = groups.inverse_fourier([np.zeros((1, 1)), np.full((1, 1), 0.3), block], G)
+        x = piece_template(G, 0.3, sigma)
         steps = [s for s in groups.learning_steps(x, G) if s[0].irrep_class == 2]
         assert len(steps) == expected
         s1, s2 = sigma

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import piece_template
 
 from agf_lib import PrecisionWarning, alternating_gradient_flow, attention, gradient_flow, groups, limits, problems
 from agf_lib.flow import ROUNDING_TOLERANCE
@@ -228,16 +229,6 @@ def test_agf_limit_extrapolates_agf_and_stops_at_its_floor():
     assert floored.refused == (1e-24,) and floored.limit.num_jumps == 2
 
 
-# Chapter 09's templates: x_hat[E] with singular values 2 and 1 (a rotation between), alone or with A2.
-_TURN = np.array([[0.6, -0.8], [0.8, 0.6]])
-_E_HAT = _TURN @ np.diag([2.0, 1.0]) @ _TURN.T @ np.diag([1.0, -1.0])
-
-
-def _piece_template(G, a2):
-    blocks = [np.zeros((1, 1)), np.full((1, 1), a2), _E_HAT] + [np.zeros((2, 2))] * (len(G.dims) - 3)
-    return groups.inverse_fourier(blocks, G)
-
-
 def _piece_study(G, x, H, alphas):
     X, Y = groups.dataset(x, G)
     network = groups.CompositionNetwork(G, H)
@@ -272,7 +263,7 @@ def _third_drop_from_the_mode(G, x, H, pieces, alpha=1e-12):
 ])
 def test_with_e_alone_three_pieces_come_at_the_piece_staircase_and_the_fourth_merges_with_the_third(G, H, alphas,
                                                                                                     rtol, mode_rtol):
-    x = _piece_template(G, 0.0)
+    x = piece_template(G, 0.0)
     study, pieces = _piece_study(G, x, H, alphas)
     assert study.refused == () and study.limit.num_jumps == 4
     # the tolerance is the measured gap (0.002-1.7% on D3, 0.003-5.1% on D5) rounded up: the third jump's
@@ -332,7 +323,7 @@ def test_growth_rates_rejects_what_it_cannot_linearize():
 
 def test_with_a2_added_every_later_drop_merges_with_the_first_and_numerical_agf_agrees():
     G = groups.dihedral(3)
-    x = _piece_template(G, 1.26)
+    x = piece_template(G, 1.26)
     study, pieces = _piece_study(G, x, 24, [1e-12, 1e-24, 1e-48])
     assert study.refused == ()
     np.testing.assert_allclose(study.limit.times[1:], pieces.times[1], rtol=0.01)   # all at tau_1 = 2.25
@@ -362,7 +353,7 @@ def test_numerical_agf_on_e_alone_keeps_the_second_piece_on_time_and_merges_the_
     crosses the middle of the second drop (piece (1,2)) within 5% of the piece staircase's time, and of the
     fourth ((2,2)) well before its own time, near the third ((2,1)): the two merge."""
     G = groups.dihedral(3)
-    x = _piece_template(G, 0.0)
+    x = piece_template(G, 0.0)
     X, Y = groups.dataset(x, G)
     network = groups.CompositionNetwork(G, 24)
     pieces = groups.limit_staircase(x, G, adaptive_rate=True)
