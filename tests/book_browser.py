@@ -1,14 +1,15 @@
 """Open built pages of the book in headless Chromium and report what a reader's browser sees.
 
-`measure_page` copies a page next to itself with a probe script injected (so that every relative link
-still resolves) and lets Chromium load it once, offline, with a virtual time budget, in a frame of the
-first width asked for. Once MathJax and the images are done, the probe measures the page, narrows the
-frame to the next width (the theme's layout follows its CSS breakpoints; MathJax 3 sets math without
-line breaks, so nothing is typeset again), lets it lay out and measures again. For each width it reads back:
+`measure_pages` copies each page next to itself with a probe script injected (so that every relative link
+still resolves) and lets one Chromium process load the copies one after another, offline, with a virtual
+time budget, in a frame of the first width asked for. Once a page's MathJax and images are done, the probe
+measures it, narrows the frame to the next width (the theme's layout follows its CSS breakpoints; MathJax 3
+sets math without line breaks, so nothing is typeset again), lets it lay out and measures again; after the
+last width the frame page resets the frame and loads the next page. For each page and width it reads back:
 
 - ``errors``: uncaught exceptions, unhandled rejections, ``console.error`` calls and failed resource
-  loads, caught by a listener installed before any of the page's own scripts (those of the one load, so
-  every width reports them all);
+  loads, caught by a listener installed before any of the page's own scripts (those of the page's one
+  load, so every width reports them all);
 - ``remote``: every resource the page requested from outside the build (``performance`` entries);
 - ``images``: for each ``<img>`` in the article, its file, figure number and label, natural and
   displayed width;
@@ -23,15 +24,18 @@ line breaks, so nothing is typeset again), lets it lay out and measures again. F
 - ``dom``: the page after MathJax ran, for the math checks (the first width's report only).
 
 Chromium's own console log (``--enable-logging=stderr``) is read as well: an "Uncaught" message there
-counts as an error even if the probe missed it. One load for every width halves the Chromium runs of
-the book test (each loads a page of up to 1.4 MB and typesets its math: about 5 core-seconds).
+counts as an error even if the probe missed it, of the page it names, or of every page of the process
+where its source is a shared script. One load of each page serves every width, and one process serves
+many pages: Chromium starts once, and the theme's and MathJax's scripts are compiled once.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import uuid
 from pathlib import Path
 
 PROBE_ID = "agf-probe-result"
@@ -49,8 +53,8 @@ FLAGS = [
     "--enable-logging=stderr",
     "--v=0",
     "--dump-dom",
-    "--virtual-time-budget=20000",
 ]
+VIRTUAL_TIME_PER_PAGE_MS = 20000
 
 # Installed first in <head>: records every error the page's own scripts raise.
 EARLY_PROBE = """<script>
@@ -186,21 +190,22 @@ LATE_PROBE = """<script>
       overflow: overflow.concat(overlaps)
     };
     if (first) result.dom = document.documentElement.outerHTML;
-    // The report goes to the top document (the frame page of measure_page), which Chromium dumps;
+    // The report goes to the top document (the frame page of measure_pages), which Chromium dumps;
     // "<" is escaped so that no closing tag inside it ends the element early.
     var host = window.parent.document;
     var output = host.createElement("script");
     output.type = "application/json";
-    output.id = "%s-" + width;
+    output.id = "%s-" + window.parent.__agfPage + "-" + width;
     output.textContent = JSON.stringify(result).replace(/</g, "\\\\u003c");
     host.body.appendChild(output);
   }
-  // Measure at each size the frame page lists (the frame has the first), narrowing the frame in between.
+  // Measure at each size the frame page lists (the frame has the first), narrowing the frame in between;
+  // then the frame page loads its next page.
   var first = true;
   function measureAll(sizes) {
     measure(sizes[0][0]);
     first = false;
-    if (sizes.length < 2) return;
+    if (sizes.length < 2) { window.parent.__agfNextPage(); return; }
     var frame = window.frameElement;
     frame.width = sizes[1][0];
     frame.height = sizes[1][1];
@@ -218,57 +223,84 @@ LATE_PROBE = """<script>
 })();
 </script>""" % PROBE_ID
 
-# Headless Chromium does not make windows narrower than this; the page is measured in a frame.
+# Headless Chromium does not make windows narrower than this; the pages are measured in a frame.
 MIN_WINDOW_WIDTH = 500
-FRAME_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><script>window.__agfSizes = {sizes};</script></head>
-<body style="margin:0"><iframe src="{src}" width="{width}" height="{height}" style="border:0;display:block"></iframe></body></html>"""
+# Loads the probed copies one after another into its frame, at the first size, each once the previous one
+# has reported at every size (the probe calls __agfNextPage); __agfPage is the index of the page loaded.
+FRAME_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><script>
+window.__agfSizes = {sizes};
+window.__agfPage = -1;
+window.__agfNextPage = function () {{
+  var pages = {pages}, frame = document.getElementById("page");
+  window.__agfPage += 1;
+  if (window.__agfPage >= pages.length) return;
+  frame.width = window.__agfSizes[0][0];
+  frame.height = window.__agfSizes[0][1];
+  frame.src = pages[window.__agfPage];
+}};
+</script></head>
+<body style="margin:0" onload="__agfNextPage()"><iframe id="page" style="border:0;display:block"></iframe></body></html>"""
 
 UNCAUGHT = re.compile(r'INFO:CONSOLE[^\]]*\] "(Uncaught [^"]*)", source: (\S+)')
 
 
-def measure_page(chromium, page, sizes, profile_dir, timeout_s=120):
-    """Open ``page`` (a built HTML file) once and measure it at each ``(width, height)`` of ``sizes`` (CSS px,
-    distinct widths, in the order given; the first one's report holds ``dom``). Returns ``{width: report}``.
+def measure_pages(chromium, pages, sizes, profile_dir, timeout_s=120):
+    """Open each of ``pages`` (built HTML files of one book) once, in one Chromium process, and measure it at
+    each ``(width, height)`` of ``sizes`` (CSS px, distinct widths, in the order given; the first one's report
+    holds ``dom``). Returns ``{page: {width: report}}``, keyed by the paths given.
 
-    Raises ``RuntimeError`` when Chromium fails or the probe never reports for some width.
+    ``timeout_s`` is per page. Raises ``RuntimeError`` naming the pages that gave no report for some width
+    (Chromium failed, or a page never finished loading).
     """
-    page = Path(page)
+    pages = [Path(page) for page in pages]
     sizes = [(int(width), int(height)) for width, height in sizes]
-    html = page.read_text(encoding="utf-8")
-    head = re.search(r"<head[^>]*>", html)
-    if head is None or "</body>" not in html:
-        raise RuntimeError(f"{page.name}: no <head> or </body> to put the probe in")
-    probed = html[: head.end()] + EARLY_PROBE + html[head.end():]
-    probed = probed.replace("</body>", LATE_PROBE + "</body>", 1)
-    copy = page.with_name(f".probe-{page.name}")
-    copy.write_text(probed, encoding="utf-8")
-    frame = page.with_name(f".probe-frame-{page.name}")
-    width, height = sizes[0]
-    frame.write_text(FRAME_PAGE.format(sizes=json.dumps(sizes), src=copy.name, width=width, height=height),
-                     encoding="utf-8")
-    window = (max(max(w for w, _ in sizes), MIN_WINDOW_WIDTH), max(h for _, h in sizes))
+    root = Path(os.path.commonpath([page.resolve().parent for page in pages]))
+    copies = []
     try:
+        for page in pages:
+            html = page.read_text(encoding="utf-8")
+            head = re.search(r"<head[^>]*>", html)
+            if head is None or "</body>" not in html:
+                raise RuntimeError(f"{page.name}: no <head> or </body> to put the probe in")
+            probed = html[: head.end()] + EARLY_PROBE + html[head.end():]
+            copies.append(page.with_name(f".probe-{page.name}"))
+            copies[-1].write_text(probed.replace("</body>", LATE_PROBE + "</body>", 1), encoding="utf-8")
+        # a name of its own, for measure_pages running on other pages of the same book at the same time
+        frame = root / f".probe-frame-{uuid.uuid4().hex}.html"
+        copies.append(frame)
+        sources = [copy.relative_to(root).as_posix() for copy in copies[:-1]]
+        frame.write_text(FRAME_PAGE.format(sizes=json.dumps(sizes), pages=json.dumps(sources)), encoding="utf-8")
+        window = (max(max(w for w, _ in sizes), MIN_WINDOW_WIDTH), max(h for _, h in sizes))
         completed = subprocess.run(
-            [chromium, *FLAGS, f"--window-size={window[0]},{window[1]}", f"--user-data-dir={profile_dir}", frame.as_uri()],
+            [chromium, *FLAGS, f"--virtual-time-budget={VIRTUAL_TIME_PER_PAGE_MS * len(pages)}",
+             f"--window-size={window[0]},{window[1]}", f"--user-data-dir={profile_dir}", frame.as_uri()],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
-            timeout=timeout_s,
+            timeout=timeout_s * len(pages),
         )
     finally:
-        copy.unlink(missing_ok=True)
-        frame.unlink(missing_ok=True)
+        for copy in copies:
+            copy.unlink(missing_ok=True)
     dom = completed.stdout
     uncaught = UNCAUGHT.findall(completed.stderr)
-    reports = {}
-    for width, _ in sizes:
-        found = re.search(rf'<script type="application/json" id="{PROBE_ID}-{width}">(.*?)</script>', dom, flags=re.DOTALL)
-        if completed.returncode != 0 or found is None:
-            raise RuntimeError(f"chromium gave no report for {page.name} at {width} px (exit {completed.returncode}):\n"
-                               f"{completed.stderr[-3000:]}")
-        report = json.loads(found.group(1))
-        for message, source in uncaught:
-            if not any(message in error for error in report["errors"]):
-                report["errors"].append(f"{message} at {source}")
-        reports[width] = report
+    reports, missing = {}, []
+    for index, page in enumerate(pages):
+        reports[page] = {}
+        for width, _ in sizes:
+            found = re.search(rf'<script type="application/json" id="{PROBE_ID}-{index}-{width}">(.*?)</script>', dom,
+                              flags=re.DOTALL)
+            if completed.returncode != 0 or found is None:
+                missing.append(f"{page.name} at {width} px")
+                continue
+            report = json.loads(found.group(1))
+            for message, source in uncaught:
+                named = [other for other in pages if source.endswith(f"/.probe-{other.name}")]
+                if (not named or page in named) and not any(message in error for error in report["errors"]):
+                    report["errors"].append(f"{message} at {source}")
+            reports[page][width] = report
+    if missing:
+        raise RuntimeError(f"chromium gave no report for {', '.join(missing)} (exit {completed.returncode}):\n"
+                           f"{completed.stderr[-3000:]}")
     return reports
+

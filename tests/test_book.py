@@ -51,7 +51,7 @@ import pytest
 import yaml
 
 import chapter_runs
-from book_browser import measure_page
+from book_browser import measure_pages
 from book_report import BUILD_PROPERTY, EXECUTION_PROPERTY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -653,20 +653,27 @@ BROWSER_PAGES = toc_files() + ["genindex"]
 @pytest.fixture(scope="session")
 def browser_reports(book_build, tmp_path_factory):
     """{(page, width): Chromium's report} for every built page, at a desktop and a phone width (one load of
-    each page measured at both, tests/book_browser.py)."""
+    each page measured at both, tests/book_browser.py), from two Chromium processes side by side, each
+    loading half of the pages (halves of about equal size in bytes, which is what typesetting them costs)."""
     chromium = find_chromium()
     if chromium is None:
         return None
     _, _, html = book_build
     profiles = tmp_path_factory.mktemp("chromium")
-    pages = [page for page in BROWSER_PAGES if (html / f"{page}.html").is_file()]
+    files = sorted((html / f"{page}.html" for page in BROWSER_PAGES if (html / f"{page}.html").is_file()),
+                   key=lambda path: -path.stat().st_size)
+    halves = ([], [])
+    for path in files:           # the largest page first, each to the half with fewer bytes so far
+        min(halves, key=lambda half: sum(page.stat().st_size for page in half)).append(path)
 
-    def measure(page):
-        profile = profiles / page.replace("/", "_")
-        return page, measure_page(chromium, html / f"{page}.html", (DESKTOP, PHONE), profile, BROWSER_TIMEOUT_S)
+    def measure(index):
+        return measure_pages(chromium, halves[index], (DESKTOP, PHONE), profiles / str(index), BROWSER_TIMEOUT_S)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return {(page, width): report for page, reports in pool.map(measure, pages) for width, report in reports.items()}
+        measured = [item for result in pool.map(measure, [i for i, half in enumerate(halves) if half])
+                    for item in result.items()]
+    return {(path.relative_to(html).with_suffix("").as_posix(), width): report
+            for path, reports in measured for width, report in reports.items()}
 
 
 def report_for(browser_reports, book_build, page, width):
