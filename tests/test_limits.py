@@ -30,17 +30,25 @@ def _run(name, alpha, **options):
                          **problem.options, **options)
 
 
-def _study(name, alphas):
-    return limits.limit_study(lambda alpha: _run(name, alpha), alphas, problems.get(name).limit)
+def _study(name, alphas, runs=None):
+    """A limit study of gradient flow on a standard problem; its runs go into ``runs`` (a dict by α) if given."""
+    def run(alpha):
+        result = _run(name, alpha)
+        if runs is not None:
+            runs[alpha] = result
+        return result
+    return limits.limit_study(run, alphas, problems.get(name).limit)
 
 
 @pytest.fixture(scope="module")
 def attention_ladder():
-    """Gradient flow on chapter 05's attention problem from α = 1e-6 down to 1e-36, warnings recorded."""
+    """Gradient flow on chapter 05's attention problem from α = 1e-6 down to 1e-36 (each run with the rounding
+    check where it applies): ``(study, warnings, runs by α)``."""
+    runs = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        study = _study("attention", [1e-6, 1e-9, 1e-12, 1e-24, 1e-36])
-    return study, caught
+        study = _study("attention", [1e-6, 1e-9, 1e-12, 1e-24, 1e-36], runs)
+    return study, caught, runs
 
 
 @pytest.mark.parametrize("name", ["diagonal", "linear-commuting", "attention"])
@@ -99,7 +107,7 @@ def test_parallel_runs_give_the_same_study_as_one_process():
 
 
 def test_the_rounding_check_flags_exactly_the_runs_that_leave_the_one_over_log_trend(attention_ladder):
-    study, caught = attention_ladder
+    study, caught, runs = attention_ladder
     reference = problems.get("attention").limit
     flagged = [w for w in caught if issubclass(w.category, PrecisionWarning)]
     assert study.refused == (1e-24, 1e-36) and len(flagged) == 2
@@ -110,7 +118,7 @@ def test_the_rounding_check_flags_exactly_the_runs_that_leave_the_one_over_log_t
     # below the floor the flagged jumps leave that trend by more than the 3% the issue asks to resolve,
     # the first two jumps, made before the floor, stay on it, and the flagged ones are not used
     for alpha in (1e-24, 1e-36):
-        run = _run("attention", alpha, check_rounding=False).in_units("t/log(1/α)", alpha)
+        run = runs[alpha].in_units("t/log(1/α)", alpha)     # the check reruns the flow aside: this is the flow
         measured = reference.compare(run).trajectory_jump_times
         trend = study.limit.times[1:] + (study.jump_times[above][0] - study.limit.times[1:]) \
             * (1 / math.log(1 / alpha)) / study.x[above][0]
@@ -131,25 +139,31 @@ def test_the_rounding_check_is_silent_at_alpha_1e_6_on_every_standard_problem():
             assert run.rounding_error < 1e-3 * ROUNDING_TOLERANCE and run.resolved_until == math.inf
 
 
-def test_the_rounding_check_runs_by_itself_below_norm_1e_8_and_never_in_a_log_chart():
-    assert _run("attention", 1e-6).rounding_error is None
-    assert _run("attention", 1e-12).rounding_error is not None
+def test_the_rounding_check_runs_by_itself_below_norm_1e_8_and_never_in_a_log_chart(attention_ladder):
+    _, _, runs = attention_ladder                          # the ladder's runs take the default check_rounding
+    assert runs[1e-6].rounding_error is None
+    assert runs[1e-12].rounding_error is not None
     assert _run("diagonal", 1e-24, check_rounding=True).rounding_error is None
 
 
 def test_resolved_until_is_converted_with_the_times(attention_ladder):
-    with pytest.warns(PrecisionWarning, match=r"from t = [0-9.]+"):
-        run = _run("attention", 1e-24)
+    _, caught, runs = attention_ladder
+    run = runs[1e-24]
+    # the ladder's warning for this run names the time, as the run gives it
+    assert any(issubclass(w.category, PrecisionWarning) and f"from t = {run.resolved_until:.4g}:" in str(w.message)
+               for w in caught)
     rescaled = run.in_units("t/log(1/α)", 1e-24)
     assert rescaled.resolved_until == pytest.approx(run.resolved_until / math.log(1e24), rel=1e-15)
     assert run.times[0] < run.resolved_until < run.times[-1]
 
 
-def test_the_rounding_check_gives_the_same_numbers_twice():
+def test_the_rounding_check_gives_the_same_numbers_twice(attention_ladder):
+    _, _, runs = attention_ladder
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrecisionWarning)
-        first, second = (_run("attention", 1e-24) for _ in range(2))
-    assert first.rounding_error == second.rounding_error and first.resolved_until == second.resolved_until
+        again = _run("attention", 1e-24)
+    first = runs[1e-24]
+    assert again.rounding_error == first.rounding_error and again.resolved_until == first.resolved_until
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
