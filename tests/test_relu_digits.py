@@ -61,7 +61,6 @@ import agf_lib
 from agf_lib import relu
 
 torch = pytest.importorskip("torch")
-datasets = pytest.importorskip("sklearn.datasets")
 
 H, ALPHA, T_END, EPS = 12, 1e-6, 110.0, 1e-2
 ETA = 0.02                                   # descent at ETA and ETA / 2
@@ -70,7 +69,8 @@ LEVELS = np.array([0.43, 0.39, 0.35, 0.31])  # losses crossed during the first d
 
 @pytest.fixture(scope="module")
 def digits():
-    bunch = datasets.load_digits()
+    # imported here, not at collection: scikit-learn takes a second to import on each test worker
+    bunch = pytest.importorskip("sklearn.datasets").load_digits()
     rows = np.concatenate([np.nonzero(bunch.target == k)[0][:10] for k in range(10)])
     X = bunch.data[rows] / 16.0
     X -= X.mean(0)
