@@ -300,7 +300,11 @@ def measure_pages(chromium, pages, sizes, profile_dir, timeout_s=120):
                     report["errors"].append(f"{message} at {source}")
             reports[page][width] = report
     if missing:
-        raise RuntimeError(f"chromium gave no report for {', '.join(missing)} (exit {completed.returncode}):\n"
+        # the pages load one after another: a page that never reports keeps the ones after it from loading
+        unreached = [page.name for page in pages if not reports[page]]
+        after = (f"; {unreached[0]} never finished, so {', '.join(unreached[1:])} after it did not load"
+                 if len(unreached) > 1 else "")
+        raise RuntimeError(f"chromium gave no report for {', '.join(missing)}{after} (exit {completed.returncode}):\n"
                            f"{completed.stderr[-3000:]}")
     return reports
 

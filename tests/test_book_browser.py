@@ -44,3 +44,16 @@ def test_a_page_without_a_body_is_refused_by_name(chromium, tmp_path):
     page.write_text("<p>no head, no body</p>")
     with pytest.raises(RuntimeError, match="fragment.html: no <head> or </body>"):
         measure_pages(chromium, [page], [(1280, 900)], tmp_path / "profile")
+
+
+def test_a_page_that_never_finishes_is_named_with_the_pages_it_held_up(chromium, tmp_path, monkeypatch):
+    monkeypatch.setattr("book_browser.VIRTUAL_TIME_PER_PAGE_MS", 2000)
+    pages = [tmp_path / name for name in ("first.html", "stuck.html", "last.html")]
+    for page in pages:
+        page.write_text(PAGE.format(name=page.stem, body=""))
+    # MathJax's startup promise, which the probe waits for, never settles
+    pages[1].write_text(PAGE.format(name="stuck", body="").replace(
+        "</head>", "<script>window.MathJax = {startup: {promise: new Promise(function () {})}};</script></head>"))
+    with pytest.raises(RuntimeError, match="stuck.html never finished, so last.html after it did not load") as error:
+        measure_pages(chromium, pages, [(1280, 900)], tmp_path / "profile")
+    assert "first.html" not in str(error.value).split("(exit")[0]
