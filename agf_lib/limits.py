@@ -45,7 +45,7 @@ from joblib import Parallel, delayed
 
 from ._engine import check_network, unpack_data
 from .results import LOG_TIME, Staircase, TimeUnit, Trajectory
-from .validation import check_bool, check_positive, real_array
+from .validation import check_bool, check_fraction, check_positive, real_array
 
 __all__ = ["LimitStudy", "limit_study", "agf_limit", "growth_rates"]
 
@@ -104,15 +104,10 @@ class LimitStudy:
         """The jumps (numbered from 1) whose straight line misses its points by more than ``rtol`` of the
         measured time (root-mean-square residual): there the ladder's larger α are not yet in the regime
         where the correction is linear, and the intercept is not the limit. Drop the largest α or add smaller
-        ones. (With two α the line passes through both points, and nothing is flagged.)
-
-        On A4's three-dimensional irrep (chapter 09) a ladder from 1e-12 put the last three drops at 2.83, 3.21
-        and 3.21, the first two with residuals of 5% and 8% of those times; from 1e-24 on, every drop lies at
-        the first's 2.316.
+        ones. (With two α the line passes through both points, and nothing is flagged.) ``benchmarks/README.md``
+        (``group_limits.py``) records such a ladder, on A4's three-dimensional irrep.
         """
-        if not (isinstance(rtol, (int, float, np.integer, np.floating)) and not isinstance(rtol, bool)
-                and 0 < rtol < 1):
-            raise ValueError(f"rtol must be a number in (0, 1), got {rtol!r}")
+        rtol = check_fraction(rtol, "rtol")
         return [k + 1 for k, (residual, time) in enumerate(zip(self.residuals, self.limit.times[1:]))
                 if residual > rtol * time]
 
@@ -395,9 +390,13 @@ def growth_rates(network, data, theta, *, eta=1.0, adaptive_rate=False, relative
     if power < 0 and not np.all(np.linalg.norm(theta, axis=1) > 0):
         raise ValueError("theta has a zero row, where the adaptive rate η‖θ_i‖^{2−κ} is infinite")
 
+    ones = np.ones(network.num_neurons)
+
     def field(point):
-        rates = eta * np.linalg.norm(point, axis=1, keepdims=True) ** power
-        return (rates * network.utility_gradient(point, X, y - network(point, X))[1]).ravel()
+        # −∇L as gradient descent takes it: residual and utility gradients in one evaluation, in the chart
+        # (an isometry, so from_chart maps the gradient back)
+        gradient = network.from_chart(network.chart_residual_gradient(network.to_chart(point), X, y, ones)[1])
+        return (eta * np.linalg.norm(point, axis=1, keepdims=True) ** power * gradient).ravel()
 
     h = relative_step * float(np.abs(theta).max())
     flat = theta.ravel()
