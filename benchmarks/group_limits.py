@@ -89,12 +89,13 @@ def flow(G, H, options, alpha, record_params=False):
                          record_params=record_params)
 
 
-def mode_time(G, H, options, alpha=1e-12):
+def mode_time(G, H, options, alpha=1e-12, run=None):
     """``(τ₁₂ + e/μ, μ)``: the third drop's α → 0 time predicted from the unstable mode at the second plateau of the
-    run at ``alpha`` (module docstring), for a template with E alone."""
+    run at ``alpha`` (module docstring), for a template with E alone. ``run``: that run, with its parameters
+    recorded, if already made (by ``study``); otherwise it is run here."""
     _, network, data, pieces, _ = setting(G, H, options)
     t12, t21 = pieces.times[2:4]
-    run = flow(G, H, options, alpha, record_params=True)
+    run = flow(G, H, options, alpha, record_params=True) if run is None else run
     times = run.in_units(pieces.time_unit, alpha).times
     middles = [0.5 * (pieces.losses[k - 1] + pieces.losses[k]) for k in (2, 3)]
     plateau = np.mean([times[np.argmax(run.losses < middle)] for middle in middles])
@@ -105,8 +106,15 @@ def mode_time(G, H, options, alpha=1e-12):
 def study(G, H, options, ladder):
     """The limit study of one template (``TEMPLATES``' entries): a dict of what ``group_limits.json`` keeps."""
     x, _, _, pieces, _ = setting(G, H, options)
+    with_mode = options.get("a2") is None and options["dim"] == 2      # E alone: the mode's prediction too
+    runs = {}
+
+    def run(alpha):      # the run at 1e-12 keeps its parameters, for mode_time
+        runs[alpha] = flow(G, H, options, alpha, record_params=with_mode and alpha == 1e-12)
+        return runs[alpha]
+
     start = time.perf_counter()
-    measured = limits.limit_study(lambda alpha: flow(G, H, options, alpha), ladder, pieces)
+    measured = limits.limit_study(run, ladder, pieces)
     seconds = time.perf_counter() - start
     steps = [[f"{G.class_names()[p.irrep_class]} {tuple(i + 1 for i in p.chain)}" for p in step]
              for step in groups.learning_steps(x, G)]
@@ -123,7 +131,7 @@ def study(G, H, options, ladder):
         a, b = np.flatnonzero(np.isfinite(lags[:, k]))[-2:]
         if lags[b, k] / lags[a, k] - 1 < 0.25 * (scale[b] / scale[a] - 1):
             fixed_lag.append(k + 1)
-    mode = mode_time(G, H, options) if options.get("a2") is None and options["dim"] == 2 else (None, None)
+    mode = mode_time(G, H, options, run=runs.get(1e-12)) if with_mode else (None, None)
     return dict(mode_time=mode[0], mode_rate=mode[1], group=G.name, H=H, steps=steps, piece_times=pieces.times.tolist(), levels=pieces.losses.tolist(),
                 limit_times=times.tolist(), time_errors=measured.time_errors.tolist(),
                 residuals=measured.residuals.tolist(), limit_levels=measured.limit.losses.tolist(),
