@@ -47,6 +47,15 @@ class CollectResults(SphinxTransform):
         collect_results(self.env, self.document)
 
 
+def _detached(node):
+    """A deep copy of ``node`` that does not point to its page: docutils copies keep the page's document,
+    which the environment would otherwise pickle whole with each title, once per process that reads."""
+    copy = node.deepcopy()
+    for part in copy.findall():
+        part._document = None
+    return copy
+
+
 def collect_results(env, doctree):
     results = _results(env)
     for seq, node in enumerate(list(doctree.findall(nodes.Element))):
@@ -55,7 +64,7 @@ def collect_results(env, doctree):
         if type(node).__name__ == "unenumerable_node":
             continue
         title = next(iter(node.findall(nodes.title)), None)
-        title_children = [child.deepcopy() for child in title.children] if title is not None else []
+        title_children = [_detached(child) for child in title.children] if title is not None else []
         results[node["label"]] = {
             "docname": env.docname,
             "type": node["realtype"],

@@ -145,7 +145,8 @@ def _apart(nodeid):
 
 
 def _code_length(notebook):
-    """A chapter's execution cost, in proxy: the characters of its code (as _ext/parallel_read.py weighs it)."""
+    """A chapter's execution cost, in proxy: the characters of its code (as _ext/parallel_read.py weighs it, less the
+    constant it adds for every kernel)."""
     return sum(len(cell.source) for cell in notebook.nb.cells if cell.cell_type == "code")
 
 

@@ -37,6 +37,7 @@ import ast
 import html as html_lib
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -352,9 +353,11 @@ def built_page(html, page):
     return path
 
 
-def run_build(args, timeout=BUILD_TIMEOUT_S):
+def run_build(args, timeout=BUILD_TIMEOUT_S, processes=None):
+    """Run a build command; ``processes`` sets AGF_BOOK_PROCESSES for it (_ext/parallel_read.py)."""
+    env = None if processes is None else {**os.environ, "AGF_BOOK_PROCESSES": str(processes)}
     completed = subprocess.run(args, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                               timeout=timeout)
+                               timeout=timeout, env=env)
     return completed.returncode, strip_ansi(completed.stdout + completed.stderr)
 
 
@@ -440,25 +443,99 @@ def test_publishing_workflow_builds_with_the_readme_command_and_deploys_to_pages
     assert upload["with"]["path"].rstrip("/") == "_build/html", "the workflow must upload the built HTML, _build/html"
 
 
-def test_parallel_read_fills_sphinxs_chunks_exactly_and_balances_their_work(monkeypatch):
-    """Sphinx reads contiguous chunks of len(docnames) // nproc documents; the reordering must keep every
-    document, fill each chunk to that length, and spread the notebooks' work (here their sizes) evenly."""
+def test_parallel_read_starts_the_heaviest_documents_first_one_per_process(monkeypatch):
+    """Each document is a chunk of its own, read by the next free process: the two heaviest start at once,
+    and the rest are queued lightest first, as Sphinx starts its queue last in, first out. The single chunks
+    last only until the read ends, and a build with two processes writes serially."""
+    import sphinx.builders
+    import sphinx.util.parallel
+
     parallel_read = load_tool("parallel_read", folder="_ext")
     sizes = {f"chapters/{k:02d}": size for k, size in enumerate([111, 96, 88, 84, 82, 57, 51, 49, 34, 30], 1)}
     pages = ["intro", "library", "references", "results"]
     monkeypatch.setattr(parallel_read, "_cost", lambda env, name: sizes.get(name, 0))
+    monkeypatch.setattr(sphinx.builders, "make_chunks", sphinx.util.parallel.make_chunks)
     app = type("App", (), {"parallel": 2})()
-    docnames = sorted(sizes) + pages
-    parallel_read.balance_chunks(app, None, docnames)
-    assert sorted(docnames) == sorted(list(sizes) + pages)
-    chunks = [docnames[:7], docnames[7:]]                       # what sphinx.util.parallel.make_chunks cuts
-    loads = [sum(sizes.get(name, 0) for name in chunk) for chunk in chunks]
-    assert abs(loads[0] - loads[1]) <= min(sizes.values()), loads          # 337 against 345
+    docnames = sorted(pages) + sorted(sizes)
+    parallel_read.schedule_documents(app, None, docnames)
+    assert docnames[:2] == ["chapters/01", "chapters/02"]
+    queue = [sizes.get(name, 0) for name in docnames[2:]]
+    assert queue == sorted(queue) and sorted(docnames) == sorted(list(sizes) + pages)
+    assert sphinx.builders.make_chunks(docnames, 2) == [[name] for name in docnames]
+    # Sphinx's queue: the first two start, then the last queued starts whenever a process is free
+    tasks = sphinx.util.parallel.ParallelTasks(2)
+    started = []
+    tasks._join_one = lambda: None
+    for name in docnames:
+        tasks.add_task(lambda docs: None, [name])
+    while tasks._precvsWaiting:
+        started.append(tasks._args[tasks._precvsWaiting.popitem()[0]][0])
+    assert [sizes.get(name, 0) for name in started][:8] == [88, 84, 82, 57, 51, 49, 34, 30]
+    parallel_read.restore_chunks(app, None)
+    assert sphinx.builders.make_chunks is sphinx.util.parallel.make_chunks
+    builder = type("Builder", (), {"parallel_ok": True})()
+    parallel_read.write_serially_with_one_writer(app, builder)
+    assert builder.parallel_ok is False
+    app.parallel, builder.parallel_ok = 3, True
+    parallel_read.write_serially_with_one_writer(app, builder)
+    assert builder.parallel_ok is True
     monkeypatch.setenv("AGF_BOOK_PROCESSES", "3")
     assert parallel_read.processes() == 3
     monkeypatch.setenv("AGF_BOOK_PROCESSES", "0")
     with pytest.raises(ValueError, match="AGF_BOOK_PROCESSES must be a positive integer"):
         parallel_read.processes()
+
+
+def test_the_code_a_document_runs_weighs_its_place_in_the_read(tmp_path):
+    """A notebook weighs the characters of its code cells plus a kernel's start, a MyST notebook the same
+    of its code-cell blocks, a page without code nothing."""
+    parallel_read = load_tool("parallel_read", folder="_ext")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_markdown_cell("text"),
+                                               nbformat.v4.new_code_cell("print(x)")])
+    nbformat.write(notebook, tmp_path / "chapter.ipynb")
+    (tmp_path / "page.md").write_text("# A page\n\n```{code-cell} ipython3\nimport numpy\n```\n\n```python\nnot run\n```\n")
+    (tmp_path / "text.md").write_text("# Text\n\n```python\nnot run\n```\n")
+    env = type("Env", (), {"doc2path": lambda self, name: str(tmp_path / name)})()
+    kernel = parallel_read.KERNEL_CHARS
+    assert parallel_read._cost(env, "chapter.ipynb") == len("x = 1") + len("print(x)") + kernel
+    assert parallel_read._cost(env, "page.md") == len("import numpy\n") + kernel
+    assert parallel_read._cost(env, "text.md") == 0
+
+
+def test_the_environment_keeps_exercises_and_result_titles_without_their_page():
+    """sphinx-exercise's entries and the results index's titles are kept as copies that do not point into
+    their page, so pickling the environment does not pickle the page with them; the copies keep the nodes'
+    text and attributes."""
+    import pickle
+
+    from docutils import nodes
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+    from docutils.utils import new_document
+
+    parallel_read = load_tool("parallel_read", folder="_ext")
+    results_index = load_tool("results_index", folder="_ext")
+    document = new_document("page", get_default_settings(Parser))
+    document += nodes.paragraph(text="x" * 100_000)
+    solution = nodes.container(ids=["sol-1"], label="sol-1")
+    solution += nodes.paragraph(text="the solution")
+    document += solution
+    solution.document = document
+    registry = {"sol-1": {"type": "solution-start", "docname": "page", "node": solution},
+                "other": {"type": "exercise", "docname": "elsewhere", "node": solution}}
+    env = type("Env", (), {"docname": "page", "sphinx_exercise_registry": registry})()
+    app = type("App", (), {"env": env, "builder": type("Builder", (), {"format": "html"})()})()
+    parallel_read.detach_exercise_copies(app, document)
+    kept = registry["sol-1"]["node"]
+    assert kept is not solution and kept.astext() == "the solution" and kept["label"] == "sol-1"
+    assert len(pickle.dumps(kept)) < 2_000 < 100_000 < len(pickle.dumps(solution))
+    assert registry["other"]["node"] is solution and solution.parent is document
+    title = results_index._detached(solution.children[0])
+    assert title.astext() == "the solution" and len(pickle.dumps(title)) < 2_000
+    app.builder.format = "latex"
+    registry["sol-1"]["node"] = solution
+    parallel_read.detach_exercise_copies(app, document)
+    assert registry["sol-1"]["node"] is solution
 
 
 def test_student_edition_tool_hides_solutions_and_nothing_else():
@@ -494,12 +571,15 @@ def book_build(request, tmp_path_factory):
     output = tmp_path_factory.mktemp("book")
     command = [jupyter_book, "build", str(ROOT), "--path-output", str(output), "-W", "-n", "--keep-going", "--all"]
     stems = chapter_runs.chapters_in_session(request.config)
-    start = time.perf_counter()
+    start, processes = time.perf_counter(), None
     if stems:
         REUSED.update(chapter_runs.wait_for_executed_chapters(request.config, stems))
         command += ["--config", str(config_reusing_executions(output, REUSED))]
+        # Only library.md and teaching.md execute then: one process reads the book with ~4 core-s less
+        # than two (their forks and merges), and the test run's two cores are busy anyway.
+        processes = 1
     waited, start = time.perf_counter() - start, time.perf_counter()
-    returncode, log = run_build(command)
+    returncode, log = run_build(command, processes=processes)
     BUILD_SECONDS.append((time.perf_counter() - start, waited))
     return returncode, log, output / "_build" / "html"
 
@@ -882,6 +962,7 @@ def test_student_edition_has_every_exercise_and_no_solution(student_build, noteb
     tests/chapter_runs.py schedules it as a unit of its own.)"""
     returncode, log, html = student_build
     assert returncode == 0, f"the student edition failed to build:\n{log[-3000:]}"
+    assert not READ_PROCESSES.search(log), "a build that executes nothing must read in one process"
     page = (html / "chapters" / f"{notebook.stem}.html").read_text()
     exercises, fingerprints = source_exercises(notebook)
     shown = len(re.findall(r'<div class="exercise\b', page))
