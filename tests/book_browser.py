@@ -21,7 +21,9 @@ last width the frame page resets the frame and loads the next page. For each pag
 - ``code_fonts``: the font size (CSS px) of every visible code and output block;
 - ``clipped_math``: display equations wider than their box that show no scroll cue;
 - ``orphaned_punctuation``: punctuation that starts a line right after an inline formula;
-- ``dom``: the page after MathJax ran, for the math checks (the first width's report only).
+- ``math`` (the first width's report only): what MathJax made of the page's math: ``typeset``, the number
+  of typeset formulas; ``errors``, MathJax's messages for TeX it could not parse; ``undefined``, the macros
+  it did not know (shown in red); ``untypeset``, the math elements of the page still holding raw TeX.
 
 Chromium's own console log (``--enable-logging=stderr``) is read as well: an "Uncaught" message there
 counts as an error even if the probe missed it, of the page it names, or of every page of the process
@@ -189,7 +191,25 @@ LATE_PROBE = """<script>
       orphaned_punctuation: orphaned_punctuation,
       overflow: overflow.concat(overlaps)
     };
-    if (first) result.dom = document.documentElement.outerHTML;
+    if (first) {
+      // what MathJax made of the page's math (the first width only: math is not typeset again)
+      var raw = /^\\s*(\\\\\\(|\\\\\\[|\\$)/;
+      var texts = function (selector, attribute) {
+        return Array.prototype.map.call(document.querySelectorAll(selector), function (element) {
+          return attribute ? element.getAttribute(attribute) || "" : element.textContent;
+        });
+      };
+      result.math = {
+        typeset: document.querySelectorAll("mjx-container").length,
+        errors: texts("mjx-merror", "data-mjx-error"),
+        undefined: texts('mtext[mathcolor="red"]'),
+        untypeset: Array.prototype.filter.call(document.querySelectorAll('span[class^="math"], div[class^="math"]'),
+          function (element) {
+            var text = element.firstChild;
+            return text !== null && text.nodeType === 3 && raw.test(text.data);
+          }).length
+      };
+    }
     // The report goes to the top document (the frame page of measure_pages), which Chromium dumps;
     // "<" is escaped so that no closing tag inside it ends the element early.
     var host = window.parent.document;
@@ -247,7 +267,7 @@ UNCAUGHT = re.compile(r'INFO:CONSOLE[^\]]*\] "(Uncaught [^"]*)", source: (\S+)')
 def measure_pages(chromium, pages, sizes, profile_dir, timeout_s=120):
     """Open each of ``pages`` (built HTML files of one book) once, in one Chromium process, and measure it at
     each ``(width, height)`` of ``sizes`` (CSS px, distinct widths, in the order given; the first one's report
-    holds ``dom``). Returns ``{page: {width: report}}``, keyed by the paths given.
+    holds ``math``). Returns ``{page: {width: report}}``, keyed by the paths given.
 
     ``timeout_s`` is per page. Raises ``RuntimeError`` naming the pages that gave no report for some width
     (Chromium failed, or a page never finished loading).
@@ -263,7 +283,7 @@ def measure_pages(chromium, pages, sizes, profile_dir, timeout_s=120):
             if head is None or "</body>" not in html:
                 raise RuntimeError(f"{page.name}: no <head> or </body> to put the probe in")
             probed = html[: head.end()] + EARLY_PROBE + html[head.end():]
-            copies.append(page.with_name(f".probe-{page.name}"))
+            copies.append(page.resolve().with_name(f".probe-{page.name}"))
             copies[-1].write_text(probed.replace("</body>", LATE_PROBE + "</body>", 1), encoding="utf-8")
         # a name of its own, for measure_pages running on other pages of the same book at the same time
         frame = root / f".probe-frame-{uuid.uuid4().hex}.html"

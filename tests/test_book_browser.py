@@ -24,7 +24,8 @@ def test_each_page_of_one_process_reports_its_own_errors_and_layout_at_each_widt
     pages = [tmp_path / "clean.html", tmp_path / "sub" / "broken.html", tmp_path / "wide.html"]
     pages[0].write_text(PAGE.format(name="clean", body=""))
     pages[1].write_text(PAGE.format(name="broken", body='<script>console.error("logged"); missingFunction();</script>'))
-    pages[2].write_text(PAGE.format(name="wide", body='<pre style="width: 600px">x</pre>'))
+    pages[2].write_text(PAGE.format(name="wide", body='<pre style="width: 600px">x</pre>'
+                                    '<span class="math notranslate">\\(x\\)</span><div class="math">\\[y\\]</div>'))
     reports = measure_pages(chromium, pages, [(1280, 900), (390, 844)], tmp_path / "profile")
     assert list(reports) == pages and all(list(reports[page]) == [1280, 390] for page in pages)
     for width in (1280, 390):
@@ -33,9 +34,11 @@ def test_each_page_of_one_process_reports_its_own_errors_and_layout_at_each_widt
         assert any("console.error: logged" in error for error in errors)
         assert any("missingFunction" in error for error in errors)
         assert reports[pages[0]][width]["viewport"] == width
-    # the 600-px block fits at 1280 px and runs off a 390-px screen; only the first width keeps the page's DOM
+    # the 600-px block fits at 1280 px and runs off a 390-px screen; only the first width reports the math:
+    # without MathJax, the two formulas are left as raw TeX
     assert reports[pages[2]][1280]["overflow"] == [] and len(reports[pages[2]][390]["overflow"]) == 1
-    assert "<p>wide</p>" in reports[pages[2]][1280]["dom"] and "dom" not in reports[pages[2]][390]
+    assert reports[pages[2]][1280]["math"] == {"typeset": 0, "errors": [], "undefined": [], "untypeset": 2}
+    assert reports[pages[0]][1280]["math"]["untypeset"] == 0 and "math" not in reports[pages[2]][390]
     assert not list(tmp_path.rglob(".probe-*")), "the probed copies and the frame page are removed"
 
 
