@@ -70,7 +70,6 @@ REMOTE_URL = re.compile(r"^(https?:)?//", re.IGNORECASE)
 SCRIPT_SRC = re.compile(r"<script\b[^>]*\bsrc=[\"']([^\"']+)[\"']", re.IGNORECASE)
 STYLESHEET_HREF = re.compile(r"<link\b[^>]*\brel=[\"']stylesheet[\"'][^>]*\bhref=[\"']([^\"']+)[\"']", re.IGNORECASE)
 INLINE_SCRIPT = re.compile(r"<script\b(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.IGNORECASE | re.DOTALL)
-# A math element whose content still starts with a TeX delimiter was never typeset.
 READ_PROCESSES = re.compile(r"parallel_read: reading in (?P<n>\d+) processes")
 EXECUTED = re.compile(r"^(?P<path>\S+\.ipynb): Executed notebook in (?P<seconds>[0-9.]+) seconds", re.MULTILINE)
 EXECUTION_FAILED = re.compile(r"^(?P<path>\S+\.ipynb): WARNING: Executing notebook failed", re.MULTILINE)
