@@ -21,8 +21,9 @@ in parallel and write serially.
 
 Sphinx reads in parallel only when every extension declares itself safe. Three that the book loads do not
 declare it and are safe for HTML (see ``SAFE_UNDECLARED``); sphinx_proof declares it but its domain lacks
-the merge Sphinx then calls, which is supplied below. Other builders (the PDF) read serially, and so does
-every build with ``AGF_BOOK_PROCESSES=1`` in the environment (any positive integer sets the number). The
+the merge Sphinx then calls, which is supplied below. Other builders (the PDF) and builds that execute no
+notebook read serially, and so does every build with ``AGF_BOOK_PROCESSES=1`` in the environment (any
+positive integer sets the number; the test run's build, whose chapters come from nbval's runs, sets 1). The
 build log says ``parallel_read: reading in N processes``; the book test reports the build's wall time with it.
 """
 
