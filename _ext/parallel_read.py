@@ -66,8 +66,7 @@ def _cost(env, docname):
     path = Path(env.doc2path(docname))
     if path.suffix == ".ipynb":
         cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-        code = [cell.get("source", "") for cell in cells if cell.get("cell_type") == "code"]
-        code = ["".join(source) for source in code]
+        code = ["".join(cell.get("source", "")) for cell in cells if cell.get("cell_type") == "code"]
     elif path.suffix == ".md":
         code = CODE_CELL.findall(path.read_text(encoding="utf-8"))
     else:
