@@ -836,9 +836,9 @@ def test_five_neurons_approach_a_complex_pair_only_with_diverging_weights():
 
 
 def test_eight_neurons_approach_e_of_d3_only_with_diverging_weights_and_seven_stall():
-    """Nine neurons fit D3's 2-d irrep E exactly from a random start. Eight come within 1e-6 only with neurons
-    of size above 10³ (loss × size² above 0.05); seven stall at 1/8 of the loss or above, from each of four
-    starts."""
+    """Nine neurons fit D3's 2-d irrep E exactly from a random start. Eight come within 1e-6 only as their
+    weights diverge (from seed 0: a neuron of size above 10³, loss × size² above 0.05); seven stall at 1/8 of
+    the loss or above, from each of four starts."""
     G = groups.dihedral(3)
     x = _one_class_template(G, 2)
     assert groups.least_squares_fit(x, G, 9, max_nfev=300)[0] < 1e-28                 # an exact fit

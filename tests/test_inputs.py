@@ -638,3 +638,6 @@ def test_least_squares_fit_reads_the_solvers_status():
         groups.least_squares_fit(x, G, 1, seed=3)
     loss, theta = groups.least_squares_fit(x, G, 1, seed=3, max_nfev=20)        # a budget: the loss reached
     assert 0 < loss < 1 and theta.shape == (1, 18)
+    # more parameters (3·4·13) than residuals (36·4): the trust-region method takes them, and fits
+    loss, theta = groups.least_squares_fit(x, G, 13, max_nfev=200)
+    assert loss < 1e-28 and theta.shape == (13, 18)
